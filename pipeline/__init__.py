@@ -1,0 +1,8 @@
+"""Scanned PDF archive → curated image dataset, one page at a time (no torch, no gradio here)."""
+
+from pipeline.options import Options
+from pipeline.orchestrator import NothingToDo, Summary, run
+from pipeline.source import PdfError, check_pdf, find_pdfs
+from pipeline.writer import OutputError
+
+__all__ = ["NothingToDo", "Options", "OutputError", "PdfError", "Summary", "check_pdf", "find_pdfs", "run"]

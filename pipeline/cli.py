@@ -1,0 +1,104 @@
+"""Command line: ``python -m pipeline INPUT... -o OUT.zip`` with a progress bar and a one-line summary."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tqdm import tqdm
+
+from pipeline.judges import DEFAULT_JUDGE, JUDGES
+from pipeline.manifest import PageRecord
+from pipeline.options import Options
+from pipeline.orchestrator import NothingToDo, run
+from pipeline.writer import OutputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipeline",
+        description="Turn scanned PDFs into a curated image dataset: pages are streamed one at a time, "
+        "judged, and the kept ones written as JPEGs with a manifest.csv (one row per page).",
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF files and/or folders (searched recursively)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="OUT.zip for a zip (JPEGs stored, manifest.csv at its root), or DIR/ for a folder",
+    )
+    parser.add_argument(
+        "--filter",
+        choices=sorted(JUDGES),
+        default=DEFAULT_JUDGE,
+        help=f"page judge (default: {DEFAULT_JUDGE}); sigma = the article's grey-level std at Matrix(2, 2)",
+    )
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=None,
+        help="keep a page when its score is above this (default: the judge's own; 45 for sigma)",
+    )
+    parser.add_argument("--size", type=int, default=1024, help="output side in pixels (default: 1024)")
+    parser.add_argument("--quality", type=int, default=92, help="JPEG quality 1-100 (default: 92)")
+    parser.add_argument(
+        "--crop",
+        action="store_true",
+        help="write the judge's picture regions instead of whole pages (for judges that find regions)",
+    )
+    parser.add_argument(
+        "--gc-every",
+        type=int,
+        default=1,
+        metavar="N",
+        help="collect garbage and empty MuPDF's cache every N pages (default: 1, the article's per-page cleanup)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 when the run finished, even with bad pages)."""
+    args = build_parser().parse_args(argv)
+    try:
+        options = Options(
+            filter=args.filter,
+            threshold=args.threshold,
+            size=args.size,
+            quality=args.quality,
+            crop=args.crop,
+            gc_every=args.gc_every,
+        )
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    bar = tqdm(unit="page", dynamic_ncols=True, file=sys.stderr)
+    kept = 0
+
+    def on_page(record: PageRecord, done: int, total: int) -> None:
+        nonlocal kept
+        kept += record.kept
+        bar.total = total
+        bar.set_postfix(kept=kept, refresh=False)
+        bar.update(1)
+        if record.error:
+            where = f" page {record.page}" if record.page is not None else ""
+            tqdm.write(f"skipped {record.source}{where}: {record.error}", file=sys.stderr)
+
+    try:
+        summary = run(args.inputs, args.output, options, on_page)
+    except (NothingToDo, OutputError, FileNotFoundError, ValueError) as exc:
+        bar.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        bar.close()
+        print(f"interrupted; what was done so far is in {args.output}", file=sys.stderr)
+        return 130
+    bar.close()
+    print(
+        f"{summary.pages} pages, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
+        f"{summary.seconds:.1f} s → {summary.output}"
+    )
+    return 0

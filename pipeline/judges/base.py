@@ -1,0 +1,38 @@
+"""The judge interface: decide from a cheap view of a page whether (and where) it holds a picture."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+Box = tuple[float, float, float, float]
+"""A region as page fractions ``(x0, y0, x1, y1)`` in ``[0, 1]``, origin top-left."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a judge decided about one page.
+
+    ``score`` is recorded in the manifest for every page so a user can re-threshold afterwards;
+    ``boxes`` are the picture regions (empty when the judge only decides whole pages).
+    """
+
+    keep: bool
+    score: float
+    boxes: tuple[Box, ...] = ()
+
+
+class Judge(Protocol):
+    """A page filter. It declares the view it wants so the pipeline renders only that, once."""
+
+    name: str
+    zoom: float
+    """Scale of the view relative to the PDF's 72 dpi user space (2.0 = ``Matrix(2, 2)``)."""
+    colorspace: Literal["gray", "rgb"]
+    threshold: float
+
+    def __call__(self, view: np.ndarray) -> Verdict:
+        """Judge a page from its view: ``HxW`` uint8 (gray) or ``HxWx3`` uint8 (rgb)."""
+        ...

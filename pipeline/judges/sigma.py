@@ -1,0 +1,29 @@
+"""The seed article's filter: keep a page when its grey-level standard deviation exceeds a threshold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from pipeline.judges.base import Verdict
+
+
+@dataclass
+class SigmaJudge:
+    """Brightness σ, exactly as the article computes it (RGB render at ``Matrix(2, 2)``, cv2 grey).
+
+    Kept for comparison and reproducibility: σ measures ink coverage and scan contrast, not pictures.
+    """
+
+    threshold: float = 45.0
+    name: str = "sigma"
+    zoom: float = 2.0
+    colorspace: Literal["gray", "rgb"] = "rgb"
+
+    def __call__(self, view: np.ndarray) -> Verdict:
+        gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
+        score = float(gray.std())
+        return Verdict(keep=score > self.threshold, score=score)

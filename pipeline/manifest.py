@@ -1,0 +1,34 @@
+"""One manifest row per page processed: what was decided, what was written, what went wrong."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeline.judges import Box
+
+COLUMNS = ("source", "page", "kept", "score", "boxes", "outputs", "error")
+
+
+@dataclass
+class PageRecord:
+    """The fate of one page. ``page`` is 1-based; ``None`` when the whole file failed to open."""
+
+    source: str
+    page: int | None
+    kept: bool = False
+    score: float | None = None
+    boxes: tuple[Box, ...] = ()
+    outputs: list[str] = field(default_factory=list)
+    error: str = ""
+
+    def row(self) -> dict[str, str]:
+        """The CSV row: booleans as ``true``/``false``, lists joined by ``;``, boxes as page fractions."""
+        return {
+            "source": self.source,
+            "page": "" if self.page is None else str(self.page),
+            "kept": "true" if self.kept else "false",
+            "score": "" if self.score is None else f"{self.score:.4f}",
+            "boxes": ";".join(" ".join(f"{v:.4f}" for v in box) for box in self.boxes),
+            "outputs": ";".join(self.outputs),
+            "error": self.error,
+        }

@@ -1,0 +1,51 @@
+"""Render one page (or one region of it) to a numpy array at a chosen scale."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import pymupdf
+
+from pipeline.judges import Box
+
+_COLORSPACES = {"gray": pymupdf.csGRAY, "rgb": pymupdf.csRGB}
+
+
+def render(
+    page: pymupdf.Page,
+    zoom: float,
+    colorspace: Literal["gray", "rgb"] = "rgb",
+    box: Box | None = None,
+) -> np.ndarray:
+    """Rasterise ``page`` at ``zoom`` × 72 dpi; ``box`` (page fractions) restricts it to a region.
+
+    Returns an owned ``HxW`` (gray) or ``HxWx3`` (rgb) uint8 array; the pixmap is freed here so
+    nothing of MuPDF's outlives the call.
+    """
+    clip = None
+    if box is not None:
+        rect = page.rect
+        visible = pymupdf.Rect(
+            rect.x0 + box[0] * rect.width,
+            rect.y0 + box[1] * rect.height,
+            rect.x0 + box[2] * rect.width,
+            rect.y0 + box[3] * rect.height,
+        )
+        clip = visible * page.derotation_matrix if page.rotation else visible
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), colorspace=_COLORSPACES[colorspace], clip=clip)
+    shape = (pix.height, pix.width) if pix.n == 1 else (pix.height, pix.width, pix.n)
+    array = np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
+    del pix
+    return array
+
+
+def zoom_to_cover(page: pymupdf.Page, size: int, box: Box | None = None) -> float:
+    """The smallest zoom at which the page (or region) is at least ``size`` pixels on both sides.
+
+    Rendering larger than needed only to downscale again wastes time; rendering smaller would upscale.
+    """
+    width, height = page.rect.width, page.rect.height
+    if box is not None:
+        width, height = width * (box[2] - box[0]), height * (box[3] - box[1])
+    return size / max(min(width, height), 1e-6)

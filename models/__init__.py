@@ -1,0 +1,41 @@
+"""The cattle classifier: loading, inference and offloading in one place (see ``models.classifier``)."""
+
+from models.classifier import (
+    DEFAULT_MODEL_ID,
+    MAX_IMAGES,
+    STATS,
+    Classifier,
+    ImageInputError,
+    LifecycleStats,
+    LoadedModel,
+    ModelError,
+    ModelLoadError,
+    PerRequestClassifier,
+    Policy,
+    ResidentClassifier,
+    loaded_model,
+    make_classifier,
+    model_id_from_env,
+    open_images,
+    policy_from_env,
+)
+
+__all__ = [
+    "DEFAULT_MODEL_ID",
+    "MAX_IMAGES",
+    "STATS",
+    "Classifier",
+    "ImageInputError",
+    "LifecycleStats",
+    "LoadedModel",
+    "ModelError",
+    "ModelLoadError",
+    "PerRequestClassifier",
+    "Policy",
+    "ResidentClassifier",
+    "loaded_model",
+    "make_classifier",
+    "model_id_from_env",
+    "open_images",
+    "policy_from_env",
+]

@@ -1,0 +1,264 @@
+"""The cattle classifier's lifecycle: the only code that loads, runs and frees the model.
+
+Two policies, chosen with ``MODEL_POLICY``:
+
+* ``per_request`` (default): the ZeroGPU pattern of the seed article. Each request loads the model inside
+  the GPU handler, runs it under ``torch.inference_mode()`` and offloads it
+  (``model.cpu(); del model; gc.collect(); torch.cuda.empty_cache()``). Nothing stays in memory between
+  requests, at the price of a load per request.
+* ``resident``: Hugging Face's current ZeroGPU advice. Load once when the app is imported and place the
+  model on ``cuda`` at module level (on ZeroGPU ``spaces`` makes that legal outside the handler and keeps
+  the weights ready for the GPU worker); every request reuses it.
+
+Everything returned is plain Python (``dict[str, float]``), because on ZeroGPU results cross a process
+boundary and CUDA tensors must not. Expected failures raise :class:`ModelError` subclasses whose message
+is meant for the user; ``app.py`` turns them into ``gr.Error`` inside the GPU handler (only ``gr.Error``
+keeps its message across the ZeroGPU boundary), so this package does not import gradio.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import time
+import weakref
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import torch
+from PIL import Image, UnidentifiedImageError
+
+DEFAULT_MODEL_ID = "SrimathiE21ALR044/Cattle_Skin_Disease"
+"""Documented default: a public ViT fine-tuned on cattle skin-condition photos (see README)."""
+
+MAX_IMAGES = 8
+"""Photos per request: enough for "a few at once", small enough for a tight ZeroGPU ``duration``."""
+
+MAX_PIXELS = 40_000_000
+"""Refuse decompression bombs before PIL decodes them (a 40 MP photo is already far above any phone's)."""
+
+Policy = Literal["per_request", "resident"]
+
+
+class ModelError(Exception):
+    """An expected failure whose message is written for the user (shown as ``gr.Error`` by the app)."""
+
+
+class ModelLoadError(ModelError):
+    """The model or its image processor could not be loaded from ``MODEL_ID``."""
+
+
+class ImageInputError(ModelError):
+    """No image, too many, or a file that is not a readable image."""
+
+
+@dataclass
+class LifecycleStats:
+    """Counters that make the lifecycle observable (tests, logs, the benchmark).
+
+    ``last_model`` is a weak reference: it lets a caller check that the model really was freed without
+    itself keeping the model alive.
+    """
+
+    loads: int = 0
+    offloads: int = 0
+    last_load_ms: float = 0.0
+    last_offload_ms: float = 0.0
+    last_model: weakref.ReferenceType[torch.nn.Module] | None = field(default=None, repr=False)
+
+
+STATS = LifecycleStats()
+
+
+def model_id_from_env() -> str:
+    """``MODEL_ID`` (a Hub id or a local folder), or the documented default."""
+    return os.environ.get("MODEL_ID", "").strip() or DEFAULT_MODEL_ID
+
+
+def policy_from_env() -> Policy:
+    """``MODEL_POLICY``: ``per_request`` (default) or ``resident``; anything else is a configuration bug."""
+    value = os.environ.get("MODEL_POLICY", "per_request").strip().lower().replace("-", "_")
+    if value not in ("per_request", "resident"):
+        raise ValueError(f"MODEL_POLICY must be 'per_request' or 'resident', not {value!r}")
+    return value  # type: ignore[return-value]
+
+
+def open_images(paths: Sequence[str | os.PathLike[str] | None]) -> list[Image.Image]:
+    """Open uploaded files as RGB images, with a user-facing message for each way this can fail."""
+    real = [Path(p) for p in paths if p]
+    if not real:
+        raise ImageInputError("No image: upload a photo of the animal (JPEG, PNG or WebP) and press Classify.")
+    if len(real) > MAX_IMAGES:
+        raise ImageInputError(f"Too many photos ({len(real)}): send at most {MAX_IMAGES} per request.")
+    images = []
+    for path in real:
+        try:
+            with Image.open(path) as im:
+                if im.width * im.height > MAX_PIXELS:
+                    raise ImageInputError(
+                        f"{path.name} is {im.width}x{im.height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
+                    )
+                images.append(im.convert("RGB"))
+        except ImageInputError:
+            raise
+        except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
+            raise ImageInputError(
+                f"{path.name} is not an image that can be read (expected a JPEG, PNG or WebP photo)."
+            ) from exc
+    return images
+
+
+def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
+    """Load model and processor on the CPU; every failure becomes a :class:`ModelLoadError`."""
+    from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+    try:
+        processor = AutoImageProcessor.from_pretrained(model_id)
+        # low_cpu_mem_usage: accelerate's meta-device loading (weights are materialised once, no random
+        # init first). transformers 5 always does this and ignores the flag; it matters on 4.x.
+        # use_safetensors=None: safetensors when the repo has them, else the PyTorch checkpoint.
+        model = AutoModelForImageClassification.from_pretrained(model_id, low_cpu_mem_usage=True)
+    except Exception as exc:  # OSError (not found/offline), ValueError (wrong architecture), ...
+        local = Path(model_id).expanduser()
+        if local.exists():
+            hint = f"the folder {local} has no loadable image-classification model (config.json + weights)."
+        else:
+            hint = (
+                f"{model_id!r} is neither a local folder nor a reachable Hub model. "
+                "Offline, download the model once (e.g. `hf download " + DEFAULT_MODEL_ID + " --local-dir "
+                "./model`) and start the app with MODEL_ID=./model."
+            )
+        raise ModelLoadError(f"The classifier could not be loaded: {hint} ({type(exc).__name__})") from exc
+    model.eval()
+    return model, processor
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to run, with the processor and device it belongs to."""
+
+    model: torch.nn.Module
+    processor: Any
+    device: torch.device
+    model_id: str
+
+    def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
+        """Top-``top_k`` ``label -> probability`` per image, as plain floats (picklable, no tensors)."""
+        inputs = self.processor(images=list(images), return_tensors="pt")
+        pixel_values = inputs["pixel_values"].to(self.device)
+        with torch.inference_mode():
+            logits = self.model(pixel_values=pixel_values).logits
+            probs = logits.softmax(dim=-1).float().cpu()
+        id2label = self.model.config.id2label
+        k = min(top_k, probs.shape[-1])
+        results = []
+        for row in probs:
+            values, indices = row.topk(k)
+            results.append({str(id2label[int(i)]): round(float(v), 6) for v, i in zip(values, indices, strict=True)})
+        return results
+
+
+def _free_cuda() -> None:
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+
+
+@contextmanager
+def loaded_model(model_id: str | None = None, device: str | torch.device | None = None) -> Iterator[LoadedModel]:
+    """Load → yield → offload. The one place the per-request lifecycle lives.
+
+    Call it inside the ``@spaces.GPU`` handler with ``device=None``: the device is decided here, where
+    ``torch.cuda.is_available()`` tells the truth on ZeroGPU (outside the handler it does not).
+    """
+    model_id = model_id or model_id_from_env()
+    dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    start = time.perf_counter()
+    model, processor = _load(model_id)
+    model.to(dev)
+    STATS.loads += 1
+    STATS.last_load_ms = (time.perf_counter() - start) * 1000
+    STATS.last_model = weakref.ref(model)
+    holder = LoadedModel(model=model, processor=processor, device=dev, model_id=model_id)
+    del model
+    try:
+        yield holder
+    finally:
+        start = time.perf_counter()
+        holder.model.cpu()
+        del holder.model
+        del holder
+        _free_cuda()
+        STATS.offloads += 1
+        STATS.last_offload_ms = (time.perf_counter() - start) * 1000
+
+
+class Classifier(Protocol):
+    """What the app needs: a name to show and a classify call returning plain values."""
+
+    model_id: str
+    policy: Policy
+
+    def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]: ...
+
+
+@dataclass
+class PerRequestClassifier:
+    """Loads the model for each call and frees it afterwards (the seed article's ZeroGPU pattern)."""
+
+    model_id: str = field(default_factory=model_id_from_env)
+    policy: Policy = "per_request"
+
+    def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
+        """Classify inside a fresh load; call from the GPU handler so the device choice is truthful."""
+        with loaded_model(self.model_id) as m:
+            return m.predict(images, top_k=top_k)
+
+
+class ResidentClassifier:
+    """Loads once at construction (module level in ``app.py``) and keeps the model for every request.
+
+    On ZeroGPU (``SPACES_ZERO_GPU``) the model is placed on ``cuda`` right away, as Hugging Face advises;
+    elsewhere on ``cuda`` when there is one, else the CPU. A failed load is remembered and retried on
+    the next request, so a transient Hub outage at start-up does not need a restart.
+    """
+
+    policy: Policy = "resident"
+
+    def __init__(self, model_id: str | None = None) -> None:
+        self.model_id = model_id or model_id_from_env()
+        on_zero = os.environ.get("SPACES_ZERO_GPU", "").lower() in ("1", "t", "true")
+        self.device = torch.device("cuda" if on_zero or torch.cuda.is_available() else "cpu")
+        self._loaded: LoadedModel | None = None
+        self.load_error: ModelLoadError | None = None
+        try:
+            self._ensure()
+        except ModelLoadError as exc:
+            self.load_error = exc
+
+    def _ensure(self) -> LoadedModel:
+        if self._loaded is None:
+            start = time.perf_counter()
+            model, processor = _load(self.model_id)
+            model.to(self.device)
+            STATS.loads += 1
+            STATS.last_load_ms = (time.perf_counter() - start) * 1000
+            STATS.last_model = weakref.ref(model)
+            self._loaded = LoadedModel(model=model, processor=processor, device=self.device, model_id=self.model_id)
+            self.load_error = None
+        return self._loaded
+
+    def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
+        """Classify with the resident model (loading it now only if the start-up load failed)."""
+        return self._ensure().predict(images, top_k=top_k)
+
+
+def make_classifier(policy: Policy | None = None, model_id: str | None = None) -> Classifier:
+    """Build the classifier for ``MODEL_POLICY`` / ``MODEL_ID`` (arguments override the environment)."""
+    policy = policy or policy_from_env()
+    if policy == "resident":
+        return ResidentClassifier(model_id)
+    return PerRequestClassifier(model_id or model_id_from_env())

@@ -1,0 +1,150 @@
+"""The classifier lifecycle on a tiny random ViT (its answers are meaningless; only the plumbing is tested)."""
+
+from __future__ import annotations
+
+import gc
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
+
+import models
+from models import ImageInputError, ModelLoadError
+
+LABELS = {0: "tiny-a", 1: "tiny-b", 2: "tiny-c"}
+
+
+def save_tiny_vit(folder: Path) -> Path:
+    """A 1-layer 32x32 ViT with 3 made-up labels, saved as safetensors: fast to load, never accurate."""
+    torch.manual_seed(0)
+    config = ViTConfig(
+        image_size=32,
+        patch_size=8,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        num_labels=3,
+        id2label=LABELS,
+        label2id={v: k for k, v in LABELS.items()},
+    )
+    ViTForImageClassification(config).save_pretrained(folder)
+    ViTImageProcessor(size={"height": 32, "width": 32}).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_vit(tmp_path_factory.mktemp("tiny-vit"))
+
+
+@pytest.fixture
+def photo() -> Image.Image:
+    rng = np.random.default_rng(1)
+    return Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+
+
+def test_saved_as_safetensors(tiny_model: Path) -> None:
+    assert (tiny_model / "model.safetensors").is_file()
+
+
+def test_per_request_returns_plain_probabilities_and_frees_the_model(tiny_model: Path, photo: Image.Image) -> None:
+    clf = models.PerRequestClassifier(model_id=str(tiny_model))
+    loads = models.STATS.loads
+    offloads = models.STATS.offloads
+    result = clf.classify([photo, photo.rotate(90)], top_k=2)
+
+    assert len(result) == 2
+    for scores in result:
+        assert len(scores) == 2
+        assert set(scores) <= set(LABELS.values())
+        assert all(type(v) is float and 0.0 <= v <= 1.0 for v in scores.values())
+        assert list(scores.values()) == sorted(scores.values(), reverse=True)
+    assert pickle.loads(pickle.dumps(result)) == result  # crosses the ZeroGPU process boundary
+    assert models.STATS.loads == loads + 1
+    assert models.STATS.offloads == offloads + 1
+    gc.collect()
+    assert models.STATS.last_model is not None and models.STATS.last_model() is None
+
+    first = models.STATS.last_model
+    clf.classify([photo])
+    assert models.STATS.loads == loads + 2, "per-request policy must load again"
+    assert models.STATS.last_model is not first
+
+
+def test_full_distribution_sums_to_one(tiny_model: Path, photo: Image.Image) -> None:
+    (scores,) = models.PerRequestClassifier(model_id=str(tiny_model)).classify([photo], top_k=10)
+    assert set(scores) == set(LABELS.values())
+    assert sum(scores.values()) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_context_manager_offloads_even_when_inference_fails(tiny_model: Path) -> None:
+    offloads = models.STATS.offloads
+    with pytest.raises(RuntimeError, match="boom"), models.loaded_model(str(tiny_model), device="cpu") as m:
+        assert m.device == torch.device("cpu")
+        assert models.STATS.last_model() is m.model
+        raise RuntimeError("boom")
+    assert models.STATS.offloads == offloads + 1
+    gc.collect()
+    assert models.STATS.last_model() is None
+
+
+def test_resident_loads_once(tiny_model: Path, photo: Image.Image) -> None:
+    loads = models.STATS.loads
+    clf = models.make_classifier(policy="resident", model_id=str(tiny_model))
+    assert models.STATS.loads == loads + 1
+    a = clf.classify([photo])
+    b = clf.classify([photo])
+    assert a == b
+    assert models.STATS.loads == loads + 1
+    assert models.STATS.last_model() is not None  # resident: still referenced
+
+
+def test_missing_model_gives_an_offline_hint(tmp_path: Path, photo: Image.Image) -> None:
+    missing = tmp_path / "no-such-model"
+    with pytest.raises(ModelLoadError, match="MODEL_ID="):
+        models.PerRequestClassifier(model_id=str(missing)).classify([photo])
+
+
+def test_folder_without_weights_is_named(tmp_path: Path, photo: Image.Image) -> None:
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelLoadError, match="no loadable image-classification model"):
+        models.PerRequestClassifier(model_id=str(tmp_path)).classify([photo])
+
+
+def test_resident_remembers_a_failed_load(tmp_path: Path, photo: Image.Image) -> None:
+    clf = models.ResidentClassifier(model_id=str(tmp_path / "missing"))
+    assert isinstance(clf.load_error, ModelLoadError)
+    with pytest.raises(ModelLoadError):
+        clf.classify([photo])
+
+
+def test_open_images_errors(tmp_path: Path) -> None:
+    with pytest.raises(ImageInputError, match="No image"):
+        models.open_images([None])
+    fake = tmp_path / "cow.jpg"
+    fake.write_text("not really a jpeg")
+    with pytest.raises(ImageInputError, match=r"cow\.jpg is not an image"):
+        models.open_images([fake])
+    good = tmp_path / "ok.png"
+    Image.new("RGBA", (10, 10)).save(good)
+    (img,) = models.open_images([good])
+    assert img.mode == "RGB"
+    with pytest.raises(ImageInputError, match="Too many photos"):
+        models.open_images([good] * (models.MAX_IMAGES + 1))
+
+
+def test_policy_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MODEL_POLICY", raising=False)
+    assert models.policy_from_env() == "per_request"
+    monkeypatch.setenv("MODEL_POLICY", "Resident")
+    assert models.policy_from_env() == "resident"
+    monkeypatch.setenv("MODEL_POLICY", "sometimes")
+    with pytest.raises(ValueError, match="MODEL_POLICY"):
+        models.policy_from_env()
+    monkeypatch.delenv("MODEL_ID", raising=False)
+    assert models.model_id_from_env() == models.DEFAULT_MODEL_ID

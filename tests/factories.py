@@ -1,0 +1,106 @@
+"""Synthetic scanned pages and PDFs for the tests, made with numpy, OpenCV and real PyMuPDF."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pymupdf
+
+PAPER, INK = 240, 25
+
+
+def text_page(width: int = 800, height: int = 1100, seed: int = 0, columns: int = 2, ink: float = 1.0) -> np.ndarray:
+    """A grey scan of text columns: lines of small glyph-like marks. ``ink`` < 1 leaves lines out (sparser page)."""
+    rng = np.random.default_rng(seed)
+    page = np.full((height, width), PAPER, np.uint8)
+    margin, gutter, line = width // 12, width // 25, 22
+    col_width = (width - 2 * margin - (columns - 1) * gutter) // columns
+    for col in range(columns):
+        x0 = margin + col * (col_width + gutter)
+        for y in range(margin, height - margin - line, line):
+            if rng.random() > ink:
+                continue
+            x = x0
+            while x < x0 + col_width - 12:
+                glyph = int(rng.integers(5, 11))
+                top = y + int(rng.integers(0, 4))
+                page[top : y + 14, x : x + glyph] = INK
+                x += glyph + (int(rng.integers(8, 14)) if rng.random() < 0.18 else 2)
+    return page
+
+
+def engraving(width: int, height: int, seed: int = 0) -> np.ndarray:
+    """An engraving-like picture: crossed hatching whose density varies smoothly, with dark masses."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:height, 0:width].astype(np.float32)
+    shade = cv2.GaussianBlur(rng.random((height, width)).astype(np.float32), (0, 0), max(width, height) / 8)
+    shade = (shade - shade.min()) / (np.ptp(shade) + 1e-6)
+    hatch1 = (np.sin((xx + yy) * 0.9) > 1 - 2 * shade).astype(np.float32)
+    hatch2 = (np.sin((xx - yy) * 0.7) > 1.6 - 2 * shade).astype(np.float32)
+    ink = np.clip(hatch1 + hatch2, 0, 1)
+    return (PAPER - ink * (PAPER - INK)).astype(np.uint8)
+
+
+def mixed_page(width: int = 800, height: int = 1100, seed: int = 0) -> np.ndarray:
+    """Text columns with an engraving in the upper half."""
+    page = text_page(width, height, seed)
+    x0, y0, x1, y1 = width // 8, height // 10, width * 7 // 8, height // 2
+    page[y0:y1, x0:x1] = engraving(x1 - x0, y1 - y0, seed)
+    return page
+
+
+def blank_page(width: int = 800, height: int = 1100, seed: int = 0) -> np.ndarray:
+    """Empty paper with faint scanner noise."""
+    rng = np.random.default_rng(seed)
+    return np.clip(rng.normal(PAPER, 2, (height, width)), 0, 255).astype(np.uint8)
+
+
+def pdf_from_images(path: Path, images: Sequence[np.ndarray], dpi: int = 100) -> Path:
+    """A PDF with one embedded JPEG scan per page, the page sized to the scan at ``dpi``."""
+    doc = pymupdf.open()
+    for image in images:
+        height, width = image.shape[:2]
+        page = doc.new_page(width=width * 72 / dpi, height=height * 72 / dpi)
+        ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])
+        assert ok
+        page.insert_image(page.rect, stream=jpeg.tobytes())
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def corrupt_page(path: Path, index: int) -> Path:
+    """Give one page an absurd MediaBox so MuPDF refuses to render it (as a damaged page would)."""
+    doc = pymupdf.open(path)
+    doc.xref_set_key(doc[index].xref, "MediaBox", "[0 0 300000 300000]")
+    doc.saveIncr()
+    doc.close()
+    return path
+
+
+def zero_page_pdf(path: Path) -> Path:
+    """A syntactically valid PDF whose page tree is empty (PyMuPDF refuses to save one)."""
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    path.write_bytes(bytes(out))
+    return path
+
+
+def encrypted_pdf(path: Path) -> Path:
+    """A one-page PDF that needs a password."""
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "secret")
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner")
+    doc.close()
+    return path

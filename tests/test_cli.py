@@ -1,0 +1,60 @@
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from factories import engraving, pdf_from_images, text_page
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline", *map(str, args)], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_cli_run_prints_a_one_line_summary(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "scan.pdf", [engraving(400, 500), text_page(ink=0.05)])
+    (tmp_path / "junk.pdf").write_text("not a pdf")
+    result = _cli(tmp_path, "-o", tmp_path / "out.zip", "--filter", "sigma", "--threshold", "45", "--size", "64")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1].startswith("2 pages, 1 kept (1 images), 1 errors")
+    assert str(tmp_path / "out.zip") in result.stdout
+    assert "skipped junk.pdf: junk.pdf: not a PDF" in result.stderr
+    assert "page/s" in result.stderr  # the progress bar's rate
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        assert sorted(archive.namelist()) == ["manifest.csv", "scan_p0001.jpg"]
+    assert pdf.exists()
+
+
+def test_cli_writes_a_folder_when_output_is_not_a_zip(tmp_path: Path) -> None:
+    pdf_from_images(tmp_path / "scan.pdf", [engraving(400, 500)])
+    result = _cli(tmp_path / "scan.pdf", "-o", f"{tmp_path / 'dataset'}/", "--filter", "sigma", "--size", "64")
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == ["manifest.csv", "scan_p0001.jpg"]
+
+
+def test_cli_fails_with_one_line_when_nothing_can_be_done(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "scan.pdf", [engraving(100, 100)])
+    (tmp_path / "blocker").write_text("")
+    (tmp_path / "empty").mkdir()
+    cases = [
+        ((tmp_path / "missing.pdf", "-o", tmp_path / "o.zip"), "missing.pdf"),
+        ((tmp_path / "empty", "-o", tmp_path / "o.zip"), "no PDF found"),
+        ((pdf, "-o", tmp_path / "blocker" / "o.zip"), "cannot write"),
+        ((pdf, "-o", tmp_path / "o.zip", "--quality", "0"), "quality"),
+    ]
+    for args, message in cases:
+        result = _cli(*args)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("error:") and message in last
+
+
+def test_cli_help_explains_each_option() -> None:
+    result = _cli("--help")
+    assert result.returncode == 0
+    for option in ("--filter", "--threshold", "--size", "--quality", "--crop", "--gc-every", "DIR/", "OUT.zip"):
+        assert option in result.stdout

@@ -1,0 +1,132 @@
+import csv
+import io
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pymupdf
+import pytest
+from factories import (
+    blank_page,
+    corrupt_page,
+    encrypted_pdf,
+    engraving,
+    mixed_page,
+    pdf_from_images,
+    text_page,
+    zero_page_pdf,
+)
+from PIL import Image
+
+from pipeline import NothingToDo, Options, run
+
+
+def _read(zip_path: Path) -> tuple[list[dict[str, str]], zipfile.ZipFile]:
+    archive = zipfile.ZipFile(zip_path)
+    return list(csv.DictReader(io.StringIO(archive.read("manifest.csv").decode()))), archive
+
+
+def _direct_sigma(pdf: Path, index: int) -> float:
+    """The article's σ, computed independently: PyMuPDF at Matrix(2, 2), Pillow's grey conversion."""
+    with pymupdf.open(pdf) as doc:
+        pix = doc[index].get_pixmap(matrix=pymupdf.Matrix(2, 2))
+        grey = Image.frombytes("RGB", (pix.width, pix.height), pix.samples).convert("L")
+    return float(np.asarray(grey).std())
+
+
+@pytest.fixture
+def issue(tmp_path: Path) -> Path:
+    pages = [text_page(seed=1), engraving(800, 1100, seed=2), blank_page(), mixed_page(seed=3), text_page(ink=0.05)]
+    return pdf_from_images(tmp_path / "issue 1890.pdf", pages)
+
+
+def test_sigma_run_writes_a_row_per_page_matching_the_articles_decisions(tmp_path: Path, issue: Path) -> None:
+    summary = run([issue], tmp_path / "out.zip", Options(filter="sigma", threshold=45))
+    rows, archive = _read(tmp_path / "out.zip")
+    assert [row["page"] for row in rows] == ["1", "2", "3", "4", "5"]
+    for index, row in enumerate(rows):
+        sigma = _direct_sigma(issue, index)
+        assert float(row["score"]) == pytest.approx(sigma, abs=0.05)
+        assert row["kept"] == ("true" if sigma > 45 else "false")
+        assert row["outputs"] == (f"issue 1890_p{index + 1:04d}.jpg" if sigma > 45 else "")
+        assert row["source"] == "issue 1890.pdf" and row["error"] == ""
+    kept = [row["outputs"] for row in rows if row["kept"] == "true"]
+    assert {"issue 1890_p0002.jpg", "issue 1890_p0004.jpg"} <= set(kept)
+    assert "issue 1890_p0003.jpg" not in kept  # the blank page
+    assert sorted(n for n in archive.namelist() if n.endswith(".jpg")) == sorted(kept)
+    assert (summary.pages, summary.kept, summary.errors) == (5, len(kept), 0)
+    for name in kept:
+        info = archive.getinfo(name)
+        assert info.compress_type == zipfile.ZIP_STORED
+        with Image.open(archive.open(name)) as image:
+            assert (image.format, image.size, image.mode) == ("JPEG", (1024, 1024), "RGB")
+
+
+def test_size_and_quality_are_options(tmp_path: Path, issue: Path) -> None:
+    run([issue], tmp_path / "small.zip", Options(filter="sigma", size=256, quality=40))
+    run([issue], tmp_path / "fine.zip", Options(filter="sigma", size=256, quality=95))
+    _, small = _read(tmp_path / "small.zip")
+    _, fine = _read(tmp_path / "fine.zip")
+    name = "issue 1890_p0002.jpg"
+    assert Image.open(small.open(name)).size == (256, 256)
+    assert small.getinfo(name).file_size < fine.getinfo(name).file_size
+
+
+def test_bad_files_and_pages_are_recorded_and_the_run_goes_on(tmp_path: Path) -> None:
+    inputs = tmp_path / "archive"
+    inputs.mkdir()
+    (inputs / "a_text.pdf").write_text("I am not a PDF")
+    encrypted_pdf(inputs / "b_locked.pdf")
+    zero_page_pdf(inputs / "c_empty.pdf")
+    good = pdf_from_images(inputs / "d_good.pdf", [engraving(600, 800, seed=s) for s in range(3)])
+    corrupt_page(good, 1)
+    whole = pdf_from_images(tmp_path / "whole.pdf", [engraving(600, 800, seed=9)] * 2).read_bytes()
+    (inputs / "e_truncated.pdf").write_bytes(whole[: len(whole) * 2 // 3])
+    pdf_from_images(inputs / "f_after.pdf", [engraving(600, 800, seed=7)])
+
+    summary = run([inputs], tmp_path / "out.zip", Options(filter="sigma", size=128))
+    rows, archive = _read(tmp_path / "out.zip")
+    by_source = {}
+    for row in rows:
+        by_source.setdefault(row["source"], []).append(row)
+    assert "not a PDF" in by_source["a_text.pdf"][0]["error"]
+    assert "encrypted" in by_source["b_locked.pdf"][0]["error"]
+    assert "no pages" in by_source["c_empty.pdf"][0]["error"]
+    good_rows = by_source["d_good.pdf"]
+    assert [r["page"] for r in good_rows] == ["1", "2", "3"]
+    assert good_rows[1]["kept"] == "false" and "page 2" in good_rows[1]["error"]
+    assert [r["kept"] for r in (good_rows[0], good_rows[2])] == ["true", "true"]
+    assert all(r["error"] or r["page"] for r in by_source["e_truncated.pdf"])
+    assert by_source["f_after.pdf"][0]["kept"] == "true"
+    assert {"d_good_p0001.jpg", "d_good_p0003.jpg", "f_after_p0001.jpg"} <= set(archive.namelist())
+    assert summary.errors >= 4
+
+
+def test_interrupted_run_keeps_what_was_written(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "long.pdf", [engraving(300, 400, seed=s) for s in range(8)])
+
+    def stop_after_three(record, done, total):
+        assert total == 8
+        if done == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run([pdf], tmp_path / "out.zip", Options(filter="sigma", size=64), on_page=stop_after_three)
+    rows, archive = _read(tmp_path / "out.zip")
+    assert [row["page"] for row in rows] == ["1", "2", "3"]
+    assert archive.testzip() is None
+    assert {"long_p0001.jpg", "long_p0003.jpg"} <= set(archive.namelist())
+
+
+def test_same_stem_in_two_folders_gets_distinct_names(tmp_path: Path) -> None:
+    for folder in ("1890", "1891"):
+        (tmp_path / folder).mkdir()
+        pdf_from_images(tmp_path / folder / "issue.pdf", [engraving(300, 400)])
+    run([tmp_path / "1890", tmp_path / "1891"], tmp_path / "out", Options(filter="sigma", size=64))
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.jpg")) == ["issue_p0001.jpg", "issue~2_p0001.jpg"]
+
+
+def test_no_pdf_among_inputs_is_nothing_to_do(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(NothingToDo):
+        run([tmp_path], tmp_path / "out.zip")

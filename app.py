@@ -1,0 +1,177 @@
+"""The Space: cattle triage on ZeroGPU, scanned PDF → image dataset on the CPU, both callable as an API.
+
+Layout first, then wiring. The work lives in ``models/`` (the classifier and its lifecycle) and
+``pipeline/`` (PDF pages → curated zip); the handlers here only translate between Gradio and them,
+and turn expected failures into ``gr.Error`` so users see what went wrong and the server keeps serving.
+
+Run: ``python app.py`` (honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``; ``MODEL_ID``,
+``MODEL_POLICY``, ``MAX_FILE_SIZE`` and ``GPU_DURATION`` configure the rest).
+"""
+
+import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling before torch is imported
+
+# isort: split
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import gradio as gr
+
+import models
+from pipeline import NothingToDo, Options, OutputError, PdfError, check_pdf, run
+from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
+from pipeline.writer import read_images
+
+GPU_DURATION = int(os.environ.get("GPU_DURATION", "20"))
+"""Seconds of ZeroGPU requested per classify call; quota is charged on this, so keep it tight."""
+MAX_FILE_SIZE = os.environ.get("MAX_FILE_SIZE", "100mb")
+"""Upload limit for any file (Gradio refuses bigger uploads before a handler runs)."""
+GALLERY_LIMIT = 12
+WORK_MAX_AGE_S = 3600
+"""Our own zip work folders are removed after this long (Gradio's copies follow ``delete_cache``)."""
+
+CLASSIFIER = models.make_classifier()
+"""Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
+
+_DEFAULT_JUDGE = make_judge(DEFAULT_JUDGE)
+_WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
+
+TRIAGE_NOTE = (
+    "**Triage, not a diagnosis.** The model only ranks the skin conditions it was trained on; it cannot "
+    "say an animal is healthy or rule anything out. A sick or suspicious animal needs a veterinarian."
+)
+
+
+@spaces.GPU(duration=GPU_DURATION)
+def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[dict[str, float], str]:
+    """Classify one photo (plus optional extras); returns the first photo's scores and a per-photo table.
+
+    Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are
+    raised as ``gr.Error`` here because only that keeps its message across the ZeroGPU process boundary.
+    """
+    paths = [photo, *(more_photos or [])]
+    try:
+        images = models.open_images(paths)
+        results = CLASSIFIER.classify(images)
+    except models.ModelError as exc:
+        raise gr.Error(str(exc), title="Cannot classify") from None
+    names = [Path(p).name for p in paths if p]
+    rows = "\n".join(
+        f"| {name} | {top} | {p:.1%} |"
+        for name, scores in zip(names, results, strict=True)
+        for top, p in list(scores.items())[:1]
+    )
+    details = (
+        f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')})\n\n"
+        f"| photo | top class | probability |\n|---|---|---|\n{rows}"
+    )
+    return results[0], details
+
+
+def pdf_to_dataset(
+    pdf: str | None,
+    threshold: float | None = None,
+    size: int = 1024,
+    filter_name: str = DEFAULT_JUDGE,
+    progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
+) -> tuple[str, str, list[tuple[object, str]]]:
+    """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing)."""
+    if not pdf:
+        raise gr.Error("No PDF: upload a scanned PDF, then press Build dataset.", title="Cannot build dataset")
+    try:
+        pages = check_pdf(pdf)
+        options = Options(filter=filter_name, threshold=threshold, size=int(size))
+    except (PdfError, ValueError) as exc:
+        raise gr.Error(str(exc), title="Cannot build dataset") from None
+    progress((0, pages), desc="Reading pages", unit="pages")
+
+    def on_page(record: object, done: int, total: int) -> None:
+        progress((done, total), desc=f"Page {done}/{total}", unit="pages")
+
+    zip_path = _work_dir() / f"{Path(pdf).stem}_dataset.zip"
+    try:
+        summary = run([pdf], zip_path, options, on_page=on_page)
+    except (NothingToDo, OutputError, PdfError) as exc:
+        raise gr.Error(str(exc), title="Cannot build dataset") from None
+    text = (
+        f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), "
+        f"{summary.errors} errors, {summary.seconds:.1f} s. The zip holds the images and manifest.csv "
+        "(one row per page with its filter score, so you can re-threshold later)."
+    )
+    if summary.pages and not summary.kept:
+        text += " No page passed the filter: try a lower threshold."
+    return str(summary.output), text, read_images(summary.output, limit=GALLERY_LIMIT)
+
+
+def _work_dir() -> Path:
+    """A fresh folder for one request's zip; folders older than ``WORK_MAX_AGE_S`` are removed first."""
+    now = time.time()
+    for old in _WORK_ROOT.iterdir():
+        if now - old.stat().st_mtime > WORK_MAX_AGE_S:
+            shutil.rmtree(old, ignore_errors=True)
+    path = _WORK_ROOT / uuid.uuid4().hex
+    path.mkdir()
+    return path
+
+
+# ---------------------------------------------------------------- layout
+with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800, 3600)) as demo:
+    gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
+    with gr.Tab("Cattle scanner"):
+        gr.Markdown(TRIAGE_NOTE)
+        with gr.Row():
+            with gr.Column():
+                photo = gr.File(label="Cattle photo", file_types=["image"], type="filepath")
+                more_photos = gr.File(
+                    label=f"More photos of the same case (optional, up to {models.MAX_IMAGES} in all)",
+                    file_types=["image"],
+                    file_count="multiple",
+                    type="filepath",
+                )
+                classify_btn = gr.Button("Classify", variant="primary")
+            with gr.Column():
+                scores = gr.Label(label="Top classes (first photo)", num_top_classes=5)
+                details = gr.Markdown(f"Model: `{CLASSIFIER.model_id}`")
+    with gr.Tab("PDF → dataset"):
+        gr.Markdown(
+            "Upload a scanned PDF: every page is judged by a fast filter, kept pages are resized and zipped "
+            "with a `manifest.csv`. Runs on the CPU, page by page."
+        )
+        with gr.Row():
+            with gr.Column():
+                pdf = gr.File(label="Scanned PDF", file_types=[".pdf"], type="filepath")
+                threshold = gr.Number(
+                    value=None,
+                    label="Filter threshold",
+                    info=f"Empty = the filter's default ({_DEFAULT_JUDGE.name}: {_DEFAULT_JUDGE.threshold:g})",
+                )
+                size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px, square)")
+                filter_name = gr.Dropdown(sorted(JUDGES), value=DEFAULT_JUDGE, label="Filter")
+                build_btn = gr.Button("Build dataset", variant="primary")
+            with gr.Column():
+                dataset_zip = gr.File(label="Dataset (zip with manifest.csv)")
+                summary = gr.Textbox(label="Summary", lines=3)
+                kept_gallery = gr.Gallery(label="Some kept pages", columns=4, height=360)
+
+    # ------------------------------------------------------------ wiring
+    classify_btn.click(
+        classify, inputs=[photo, more_photos], outputs=[scores, details], api_name="classify", concurrency_limit=2
+    )
+    build_btn.click(
+        pdf_to_dataset,
+        inputs=[pdf, threshold, size, filter_name],
+        outputs=[dataset_zip, summary, kept_gallery],
+        api_name="pdf_to_dataset",
+        concurrency_limit=1,
+    )
+
+# A free Space has 2 vCPUs: one PDF job at a time, a short queue rather than an unbounded backlog.
+demo.queue(default_concurrency_limit=1, max_size=16)
+
+LAUNCH_KWARGS = {"max_file_size": MAX_FILE_SIZE, "theme": gr.themes.Soft()}
+
+if __name__ == "__main__":
+    demo.launch(**LAUNCH_KWARGS)

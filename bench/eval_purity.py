@@ -1,0 +1,182 @@
+"""Dataset purity bench: page precision/recall/F1, pages kept, crop IoU and ms/page, judge by judge.
+
+``python bench/eval_purity.py --data ../shared/data`` (run from the repository root) wraps the book pages
+of ``pages/`` into one PDF per book (in a temporary folder, never in the repository), takes the PDFs of
+``pdfs/`` as they are, runs the real pipeline (``python -m pipeline ... --filter X``) for each judge and
+scores its ``manifest.csv`` (``kept``, ``boxes``) against the labels:
+
+* pages: ``illustration`` is positive; ``text`` and ``target`` negative; ``minor`` / ``text_minor_cuts``
+  are not scored;
+* IoU: for each book page labelled ``illustration`` with ground-truth boxes, every true box is matched
+  to the best predicted box (a kept page without boxes counts as the whole page; a rejected page as 0),
+  averaged per page, then over pages;
+* ms/page: median over all pages of the low-res render the judge asks for (its ``zoom``/``colorspace``)
+  plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process.
+
+``--no-pipeline`` judges the renders in-process instead of running the CLI (same zoom and colorspace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from collections import defaultdict
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pymupdf
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from wrap_pages import wrap_pages  # noqa: E402
+
+from pipeline.judges import JUDGES, make_judge  # noqa: E402
+
+Box = tuple[float, float, float, float]
+POSITIVE, NEGATIVE, UNSCORED = 1, 0, -1
+PDF_LABELS = {"illustration": POSITIVE, "text": NEGATIVE, "target": NEGATIVE, "text_minor_cuts": UNSCORED}
+BOOK_LABELS = {"illustration": POSITIVE, "text": NEGATIVE, "minor": UNSCORED}
+
+
+def load_truth(data: Path, books_dir: Path) -> dict[tuple[str, int], tuple[int, list[Box], str]]:
+    """``{(pdf name, 1-based page): (label, true boxes as page fractions, group)}`` for every page."""
+    layout = wrap_pages(data / "pages", books_dir)
+    rows = {r["file"]: r for r in csv.DictReader((data / "pages" / "labels.csv").open(newline=""))}
+    truth: dict[tuple[str, int], tuple[int, list[Box], str]] = {}
+    for pdf, files in layout.items():
+        for i, name in enumerate(files, 1):
+            r = rows[name]
+            w, h = float(r["width"]), float(r["height"])
+            boxes = []
+            for part in r["graphic_bboxes_xyxy"].replace("|", ";").split(";"):
+                if part.strip():
+                    x0, y0, x1, y1 = map(float, part.split())
+                    boxes.append((x0 / w, y0 / h, x1 / w, y1 / h))
+            truth[(pdf, i)] = (BOOK_LABELS[r["label"]], boxes, "book")
+    for r in csv.DictReader((data / "pdfs" / "labels.csv").open(newline="")):
+        labels = r["label"].split(";")
+        for i in range(int(r["pages"])):
+            label = labels[i] if len(labels) > 1 else labels[0]
+            truth[(r["file"], i + 1)] = (PDF_LABELS[label], [], "pdf")
+    return truth
+
+
+def iou(a: Box, b: Box) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def parse_boxes(text: str) -> list[Box]:
+    return [tuple(map(float, part.split())) for part in text.split(";") if part.strip()]  # type: ignore[misc]
+
+
+def run_pipeline(judge: str, inputs: list[Path], work: Path) -> dict[tuple[str, int], tuple[bool, list[Box]]]:
+    """Run the CLI end to end and read back ``kept`` and ``boxes`` per page from its manifest."""
+    out = work / f"{judge}.zip"
+    cmd = [sys.executable, "-m", "pipeline", *map(str, inputs), "-o", str(out), "--filter", judge, "--size", "256"]
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    with zipfile.ZipFile(out) as zf:
+        text = zf.read("manifest.csv").decode()
+    result = {}
+    for r in csv.DictReader(io.StringIO(text)):
+        if r["page"]:
+            result[(r["source"], int(r["page"]))] = (r["kept"] == "true", parse_boxes(r.get("boxes", "")))
+    return result
+
+
+def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[float]]:
+    """Render each page as the judge asks and judge it in-process; return verdicts and ms per page."""
+    cv2.setNumThreads(1)
+    judge = make_judge(judge_name)
+    cs = pymupdf.csGRAY if judge.colorspace == "gray" else pymupdf.csRGB
+    verdicts, times = {}, []
+    for folder in inputs:
+        for path in sorted(folder.glob("*.pdf")):
+            with pymupdf.open(path) as doc:
+                for index, page in enumerate(doc):
+                    t = time.perf_counter()
+                    pix = page.get_pixmap(matrix=pymupdf.Matrix(judge.zoom, judge.zoom), colorspace=cs)
+                    view = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
+                    verdict = judge(view[..., 0] if pix.n == 1 else view)
+                    times.append(1000 * (time.perf_counter() - t))
+                    verdicts[(path.name, index + 1)] = (verdict.keep, list(verdict.boxes))
+    return verdicts, times
+
+
+def score(truth: dict, decided: dict) -> dict[str, float]:
+    tp = fp = fn = kept = 0
+    ious = []
+    for key, (label, boxes, group) in truth.items():
+        keep, pred = decided.get(key, (False, []))
+        kept += keep
+        if label == POSITIVE:
+            tp += keep
+            fn += not keep
+            if group == "book" and boxes:
+                crops = (pred or [(0.0, 0.0, 1.0, 1.0)]) if keep else []
+                ious.append(float(np.mean([max((iou(b, p) for p in crops), default=0.0) for b in boxes])))
+        elif label == NEGATIVE:
+            fp += keep
+    p = tp / (tp + fp) if tp + fp else 0.0
+    r = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * p * r / (p + r) if p + r else 0.0
+    return {"precision": p, "recall": r, "f1": f1, "kept": kept, "pages": len(truth), "iou": float(np.mean(ious))}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--judges", nargs="+", default=["structure", "sigma"], choices=sorted(JUDGES))
+    parser.add_argument("--no-pipeline", action="store_true", help="judge renders in-process, skip the CLI")
+    parser.add_argument("--errors", action="store_true", help="list the misjudged pages")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    with tempfile.TemporaryDirectory(prefix="eval_purity_") as tmp:
+        work = Path(tmp)
+        truth = load_truth(args.data.resolve(), work / "books")
+        inputs = [work / "books", args.data.resolve() / "pdfs"]
+        table = []
+        for name in args.judges:
+            in_process, times = time_and_judge(name, inputs)
+            decided = in_process if args.no_pipeline else run_pipeline(name, inputs, work)
+            s = score(truth, decided)
+            by_group = defaultdict(list)
+            for (src, _page), ms in zip(in_process, times, strict=False):
+                by_group["books" if (work / "books" / src).exists() else "pdfs"].append(ms)
+            s["ms"] = statistics.median(times)
+            s["ms_books"] = statistics.median(by_group["books"])
+            s["ms_pdfs"] = statistics.median(by_group["pdfs"])
+            table.append((name, s))
+            if args.errors:
+                for key, (label, _boxes, _g) in sorted(truth.items()):
+                    keep = decided.get(key, (False, []))[0]
+                    if label != UNSCORED and keep != bool(label):
+                        print(f"  {name}: {'FP' if keep else 'FN'} {key[0]} p{key[1]}")
+    source = "in-process renders" if args.no_pipeline else "python -m pipeline (manifest.csv)"
+    print(f"\n{len(truth)} pages; decisions from {source}; ms = render + judge, 1 thread, median")
+    head = f"{'judge':10s} {'precision':>9s} {'recall':>7s} {'F1':>6s} {'kept':>9s} {'IoU':>6s}"
+    print(head + f" {'ms/page':>8s} {'books':>6s} {'pdfs':>6s}")
+    for name, s in table:
+        kept = f"{s['kept']}/{s['pages']}"
+        print(
+            f"{name:10s} {s['precision']:9.3f} {s['recall']:7.3f} {s['f1']:6.3f} {kept:>9s} {s['iou']:6.3f}"
+            f" {s['ms']:8.1f} {s['ms_books']:6.1f} {s['ms_pdfs']:6.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -31,7 +31,8 @@ def main() -> None:
             best = min(runs, key=lambda m: m.seconds)
             pages = int(best.stdout.split(" pages")[0].split()[-1])
             label = "never" if every == 10**9 else str(every)
-            print(f"{label:>10} {pages / best.seconds:8.2f} {best.seconds:8.1f} {max(m.peak_rss_mb for m in runs):12.0f}")
+            peak = max(m.peak_rss_mb for m in runs)
+            print(f"{label:>10} {pages / best.seconds:8.2f} {best.seconds:8.1f} {peak:12.0f}")
 
 
 if __name__ == "__main__":

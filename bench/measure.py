@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ class Measurement:
 
 
 def measure(command: Sequence[str], poll_s: float = 0.02) -> Measurement:
-    """Start ``command`` in the repository root, sample the summed RSS of it and its descendants every ``poll_s`` s, return the peak."""
+    """Run ``command`` in the repository root; the peak is of the summed RSS of it and its descendants."""
     start = time.perf_counter()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
     root = psutil.Process(process.pid)
@@ -30,10 +31,8 @@ def measure(command: Sequence[str], poll_s: float = 0.02) -> Measurement:
         total = 0
         try:
             for proc in [root, *root.children(recursive=True)]:
-                try:
+                with contextlib.suppress(psutil.NoSuchProcess):
                     total += proc.memory_info().rss
-                except psutil.NoSuchProcess:
-                    pass
         except psutil.NoSuchProcess:
             break
         peak = max(peak, total)

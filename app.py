@@ -11,6 +11,7 @@ Run: ``python app.py`` (honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``;
 import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling before torch is imported
 
 # isort: split
+import atexit
 import os
 import shutil
 import tempfile
@@ -38,6 +39,7 @@ CLASSIFIER = models.make_classifier()
 
 _DEFAULT_JUDGE = make_judge(DEFAULT_JUDGE)
 _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
+atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
 
 TRIAGE_NOTE = (
     "**Triage, not a diagnosis.** The model only ranks the skin conditions it was trained on; it cannot "
@@ -56,8 +58,10 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[d
     try:
         images = models.open_images(paths)
         results = CLASSIFIER.classify(images)
+    except models.ModelLoadError as exc:
+        raise gr.Error(str(exc), title="Model unavailable") from None  # logged: the operator must act
     except models.ModelError as exc:
-        raise gr.Error(str(exc), title="Cannot classify") from None
+        raise gr.Error(str(exc), title="Cannot classify", print_exception=False) from None
     names = [Path(p).name for p in paths if p]
     rows = "\n".join(
         f"| {name} | {top} | {p:.1%} |"
@@ -80,12 +84,12 @@ def pdf_to_dataset(
 ) -> tuple[str, str, list[tuple[object, str]]]:
     """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing)."""
     if not pdf:
-        raise gr.Error("No PDF: upload a scanned PDF, then press Build dataset.", title="Cannot build dataset")
+        raise _pdf_error("No PDF: upload a scanned PDF, then press Build dataset.")
     try:
         pages = check_pdf(pdf)
         options = Options(filter=filter_name, threshold=threshold, size=int(size))
     except (PdfError, ValueError) as exc:
-        raise gr.Error(str(exc), title="Cannot build dataset") from None
+        raise _pdf_error(str(exc)) from None
     progress((0, pages), desc="Reading pages", unit="pages")
 
     def on_page(record: object, done: int, total: int) -> None:
@@ -95,7 +99,7 @@ def pdf_to_dataset(
     try:
         summary = run([pdf], zip_path, options, on_page=on_page)
     except (NothingToDo, OutputError, PdfError) as exc:
-        raise gr.Error(str(exc), title="Cannot build dataset") from None
+        raise _pdf_error(str(exc)) from None
     text = (
         f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), "
         f"{summary.errors} errors, {summary.seconds:.1f} s. The zip holds the images and manifest.csv "
@@ -104,6 +108,11 @@ def pdf_to_dataset(
     if summary.pages and not summary.kept:
         text += " No page passed the filter: try a lower threshold."
     return str(summary.output), text, read_images(summary.output, limit=GALLERY_LIMIT)
+
+
+def _pdf_error(message: str) -> gr.Error:
+    """A user mistake, not a server fault: shown to the user, kept out of the server log."""
+    return gr.Error(message, title="Cannot build dataset", print_exception=False)
 
 
 def _work_dir() -> Path:

@@ -177,7 +177,9 @@ def test_unloadable_model_says_how_to_fix_it(
 
 
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, gallery = client.predict(handle_file(files["pdf"]), 40.0, 256, api_name="/pdf_to_dataset")
+    zip_path, summary, gallery = client.predict(
+        handle_file(files["pdf"]), 40.0, 256, "sigma", api_name="/pdf_to_dataset"
+    )  # sigma pinned: a noise picture vs a few text lines is its textbook case
 
     assert Path(zip_path).name == "gazette_dataset.zip"
     with zipfile.ZipFile(zip_path) as archive:
@@ -224,3 +226,22 @@ def test_over_max_file_size(app: ModuleType, client: Client, files: dict[str, Pa
     assert response.status_code == 413, response.text
     assert "maximum allowed size" in response.text
     _still_serving(client, files)
+
+
+def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path]) -> None:
+    calls: list[tuple[int, int]] = []
+
+    def progress(value: tuple[int, int], desc: str | None = None, total: int | None = None, unit: str = "") -> None:
+        calls.append(value)
+
+    zip_path, _, _ = app.pdf_to_dataset(str(files["pdf"]), size=256, progress=progress)
+    assert calls == [(0, 2), (1, 2), (2, 2)]
+    assert zipfile.is_zipfile(zip_path)
+
+
+def test_free_space_limits(app: ModuleType) -> None:
+    assert app.demo.max_file_size == 2**20
+    assert app.demo.delete_cache is not None
+    assert app.demo._queue.max_size == 16
+    limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values()}
+    assert limits == {"classify": 2, "pdf_to_dataset": 1}

@@ -177,9 +177,11 @@ def test_unloadable_model_says_how_to_fix_it(
 
 
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, gallery = client.predict(
-        handle_file(files["pdf"]), 40.0, 256, "sigma", api_name="/pdf_to_dataset"
-    )  # sigma pinned: a noise picture vs a few text lines is its textbook case
+    zip_path, summary, gallery = (
+        client.predict(  # sigma pinned: a noise picture vs a few text lines is its textbook case
+            pdf=handle_file(files["pdf"]), threshold=40.0, size=256, filter_name="sigma", api_name="/pdf_to_dataset"
+        )
+    )
 
     assert Path(zip_path).name == "gazette_dataset.zip"
     with zipfile.ZipFile(zip_path) as archive:

@@ -6,9 +6,10 @@ from collections.abc import Callable
 
 from pipeline.judges.base import Box, Judge, Verdict
 from pipeline.judges.sigma import SigmaJudge
+from pipeline.judges.structure import StructureJudge
 
-JUDGES: dict[str, Callable[..., Judge]] = {"sigma": SigmaJudge}
-DEFAULT_JUDGE = "sigma"
+JUDGES: dict[str, Callable[..., Judge]] = {"sigma": SigmaJudge, "structure": StructureJudge}
+DEFAULT_JUDGE = "structure"
 
 
 def make_judge(name: str = DEFAULT_JUDGE, threshold: float | None = None) -> Judge:

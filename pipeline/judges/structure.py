@@ -1,0 +1,262 @@
+"""Structure judge: find pictures by the *layout of ink*, not by global brightness.
+
+Principle (from how historical print is made):
+
+* **Text** is small marks set in lines. Along any horizontal span of a few millimetres the ink comes in
+  bands (the lines) separated by near-white rows (the leading), so *some* row in every window a line
+  pitch tall is almost empty.
+* **Pictures** (engravings, woodcuts, line cartoons, halftones) are 2-D texture: hatching, stippling or
+  screen dots put ink into *every* row of a window over a large area.
+* **Rules, frames and scanner edges** are thin, **microfilm targets** are solid black cards or big
+  glyphs and uniform test patches: thin things vanish under a morphological opening, solid things are
+  caught by their solid-black fraction, and pages that are mostly dark (negative cards) are refused.
+
+So the judge measures, at every pixel, the *minimum over a window one text line pitch tall of the ink
+density along a short horizontal span* ("row-minimum density"). It is ~0 inside text and high inside
+pictures. Pixels where it is high form picture cores; cores are cleaned (opened), merged (closed) into
+regions, and each region gets a score. All sizes are physical (millimetres at the view's nominal dpi),
+chosen from print conventions, so the same numbers apply to books and newspapers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from pipeline.judges.base import Box, Verdict
+
+MM_PER_INCH = 25.4
+
+
+def _px(mm: float, dpi: float) -> int:
+    """A physical length in pixels, at least 1."""
+    return max(1, round(mm * dpi / MM_PER_INCH))
+
+
+def _rect(w: int, h: int) -> np.ndarray:
+    return cv2.getStructuringElement(cv2.MORPH_RECT, (max(1, w), max(1, h)))
+
+
+@dataclass(frozen=True)
+class Region:
+    """One candidate picture region with the measurements its score is built from."""
+
+    box: Box
+    area: float
+    """Box area as a fraction of the page."""
+    fill: float
+    """Fraction of the box where the row-minimum density marks picture texture."""
+    solid: float
+    """Fraction of the region that is solid black (cards, bars, scanner edges, not pictures)."""
+    score: float
+
+
+def ink_map(gray: np.ndarray, dpi: float, lo: float = 0.25, hi: float = 0.75) -> np.ndarray:
+    """Ink coverage in ``[0, 1]`` relative to the local paper tone.
+
+    The paper level is a grey max-filter over ~25 mm (toned, foxed or unevenly lit paper all become
+    "white"), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so paper grain, bleed-through and
+    blur count as nothing and both 1-bit and grey scans give comparable maps.
+    """
+    g = gray.astype(np.float32)
+    h, w = g.shape
+    f = 8
+    small = cv2.resize(g, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
+    k = max(3, _px(25.0, dpi / f) | 1)
+    paper = cv2.dilate(small, _rect(k, k))
+    paper = cv2.resize(paper, (w, h), interpolation=cv2.INTER_LINEAR)
+    black = float(np.percentile(small, 1))
+    contrast = (paper - g) / np.maximum(paper - black, 40.0)
+    return np.clip((contrast - lo) / (hi - lo), 0.0, 1.0)
+
+
+def border_mask(gray: np.ndarray) -> np.ndarray:
+    """``True`` on dark scanner borders: runs of mostly-dark rows/columns from each page edge."""
+    h, w = gray.shape
+    lo, hi = np.percentile(gray, [1, 99])
+    dark = gray < (lo + hi) / 2
+    mask = np.zeros((h, w), bool)
+    rows, cols = dark.mean(axis=1), dark.mean(axis=0)
+    for prof, n, axis in ((rows, h, 0), (cols, w, 1)):
+        for rev in (False, True):
+            seq = prof[::-1] if rev else prof
+            run = int(np.argmax(seq < 0.6)) if (seq < 0.6).any() else n
+            run = min(n, run + max(1, n // 200)) if run else 0
+            if run:
+                sl = slice(n - run, n) if rev else slice(0, run)
+                if axis == 0:
+                    mask[sl, :] = True
+                else:
+                    mask[:, sl] = True
+    return mask
+
+
+def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
+    """``1`` on straight vertical/horizontal ink runs longer than ``length`` (rules, frames, scan edges).
+
+    Column rules and frames are the one kind of non-text ink that also fills every row of a window;
+    no stroke of a letter is that long, and a picture loses only a few strokes.
+    """
+    inkb = (ink > 0.5).astype(np.uint8)
+    lines = cv2.morphologyEx(inkb, cv2.MORPH_OPEN, _rect(1, length))
+    lines |= cv2.morphologyEx(inkb, cv2.MORPH_OPEN, _rect(length, 1))
+    # take the rule's blurred flanks with it
+    return cv2.dilate(lines, _rect(3, 3)).astype(np.float32)
+
+
+def _grow_to_ink(ink: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) -> tuple[int, int, int, int]:
+    """Fit a box to the picture's ink: allow ``m`` px of growth (light outer strokes that the texture
+    core misses), then trim rows/columns at the edges that hold (almost) no ink."""
+    h, w = ink.shape
+    x0, y0, x1, y1 = max(0, x0 - m), max(0, y0 - m), min(w, x1 + m), min(h, y1 + m)
+    win = ink[y0:y1, x0:x1] > 0.5
+    rows = np.flatnonzero(win.mean(axis=1) > 0.01)
+    cols = np.flatnonzero(win.mean(axis=0) > 0.01)
+    if rows.size and cols.size:
+        x0, x1, y0, y1 = x0 + cols[0], x0 + cols[-1] + 1, y0 + rows[0], y0 + rows[-1] + 1
+    return x0, y0, x1, y1
+
+
+def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
+    """Union boxes that overlap until none do: the pieces of one picture become one crop."""
+    boxes = [b[:] for b in boxes]
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(boxes)):
+            for j in range(i + 1, len(boxes)):
+                a, b = boxes[i], boxes[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                    del boxes[j]
+                    changed = True
+                    break
+            if changed:
+                break
+    return boxes
+
+
+@dataclass
+class StructureJudge:
+    """Keep pages holding a picture region; return its tight box(es). Pure function of the view.
+
+    Parameters (physical sizes assume the view's nominal dpi ``72 * zoom``):
+
+    * ``threshold`` -- on ``score`` (0..1, 0.5 = a region exactly at every reference value below).
+    * ``min_area`` -- smallest picture worth keeping, as a fraction of the page (default 0.02: a 2 %
+      cut is ~9x9 cm on a newspaper, ~4x4 cm on an octavo page; smaller are ornaments and initials).
+    * ``span_mm`` / ``pitch_mm`` -- horizontal span and vertical window of the row-minimum density.
+      The window must exceed a text line pitch (6pt newspaper ~2.5 mm, 12pt book ~5.5 mm) so it
+      always contains a gap between lines: 7 mm.
+    * ``core_density`` -- row-minimum density above which a pixel is picture texture (0.15: the
+      leading between text lines stays below ~0.05, hatching and screens lie far above).
+    * ``fill_ref`` -- fraction of a region's box that is picture texture at score 0.5.
+    """
+
+    threshold: float = 0.5
+    min_area: float = 0.02
+    zoom: float = 1.0
+    colorspace: Literal["gray", "rgb"] = "gray"
+    name: str = "structure"
+    span_mm: float = 6.0
+    pitch_mm: float = 7.0
+    core_density: float = 0.15
+    fill_ref: float = 0.3
+    solid_ref: float = 0.5
+    min_side_mm: float = 15.0
+    line_mm: float = 15.0
+    hatch_mm: float = 1.0
+    merge_mm: float = 8.0
+    grow_mm: float = 3.0
+    stroke_gap_mm: float = 1.0
+    max_network: float = 0.2
+    row_ratio: float = 0.5
+    ink_lo: float = 0.25
+    ink_hi: float = 0.75
+    max_aspect: float = 4.0
+
+    @property
+    def dpi(self) -> float:
+        return 72.0 * self.zoom
+
+    def regions(self, view: np.ndarray) -> tuple[list[Region], float]:
+        """All candidate regions with their scores, and the page's dark fraction (for diagnosis)."""
+        gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
+        h, w = gray.shape
+        if h < 8 or w < 8:
+            return [], 0.0
+        dpi = self.dpi
+        lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
+        if hi - lo < 32:  # blank (or uniformly dark) page: no ink structure at all
+            return [], 0.0
+        dark = float(np.mean(gray < (lo + hi) / 2))
+        if dark > 0.5:  # negative / black card (microfilm targets), not a printed page
+            return [], dark
+        ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
+        ink[border_mask(gray)] = 0.0
+        raw_ink = ink.copy()
+        ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
+        span, pitch = _px(self.span_mm, dpi), _px(self.pitch_mm, dpi)
+        # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
+        rowdens = cv2.blur(ink, (span, _px(self.hatch_mm, dpi)))
+        rowmin = cv2.erode(rowdens, _rect(1, pitch))
+        rowmax = cv2.dilate(rowdens, _rect(1, pitch))
+        # picture texture: every row of the window inked, and no row much lighter than the darkest
+        core = ((rowmin > self.core_density) & (rowmin > self.row_ratio * rowmax)).astype(np.uint8)
+        # the window footprint: a core pixel vouches for the whole window around it
+        core = cv2.dilate(core, _rect(span, pitch))
+        # thin strips (rules, edges, single headline lines) cannot survive a 4 mm opening
+        o = _px(4.0, dpi)
+        core = cv2.morphologyEx(core, cv2.MORPH_OPEN, _rect(o, o))
+        c = _px(self.merge_mm, dpi)
+        merged = cv2.morphologyEx(core, cv2.MORPH_CLOSE, _rect(c, c))
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8)
+        # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
+        # its textured core; text characters are separate small networks
+        g = _px(self.stroke_gap_mm, dpi)
+        strokes = cv2.dilate((raw_ink > 0.3).astype(np.uint8), _rect(g, g))
+        _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
+        grow = _px(self.grow_mm, dpi)
+        boxes: list[list[int]] = []
+        for i in range(1, n):
+            x, y, bw, bh, _a = stats[i]
+            x0, y0, x1, y1 = x, y, x + bw, y + bh
+            sub = (labels[y:y1, x:x1] == i) & (core[y:y1, x:x1] > 0)
+            touching = np.unique(slabels[y:y1, x:x1][sub])
+            for j in touching[touching > 0]:
+                sx, sy, sw, sh, _ = sstats[j]
+                if sw * sh <= max(4 * bw * bh, self.max_network * h * w):  # not a page-wide tangle of rules
+                    x0, y0, x1, y1 = min(x0, sx), min(y0, sy), max(x1, sx + sw), max(y1, sy + sh)
+            boxes.append(list(_grow_to_ink(ink, x0, y0, x1, y1, grow)))
+        boxes = _merge_overlapping(boxes)
+        solid_map = (cv2.blur(ink, (_px(2.0, dpi), _px(2.0, dpi))) > 0.8).astype(np.float32)
+        min_side = _px(self.min_side_mm, dpi)
+        out: list[Region] = []
+        for x0, y0, x1, y1 in boxes:
+            bw, bh = x1 - x0, y1 - y0
+            area = bw * bh / float(h * w)
+            if bw < min_side or bh < min_side or area < self.min_area:
+                continue
+            fill = float(core[y0:y1, x0:x1].mean())
+            inked = raw_ink[y0:y1, x0:x1] > 0.3
+            solid = float(solid_map[y0:y1, x0:x1][inked].mean()) if inked.any() else 0.0
+            aspect = max(bw / bh, bh / bw)
+            z = (
+                min(2.0, 1.5 * math.log(area / self.min_area))
+                - 3.0 * max(0.0, math.log(aspect / self.max_aspect))
+                + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)
+                - 6.0 * max(0.0, solid - self.solid_ref)
+            )
+            score = 1.0 / (1.0 + math.exp(-z))
+            out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, solid=solid, score=score))
+        return out, dark
+
+    def __call__(self, view: np.ndarray) -> Verdict:
+        regions, _ = self.regions(view)
+        score = max((r.score for r in regions), default=0.0)
+        boxes = tuple(r.box for r in sorted(regions, key=lambda r: r.box[1]) if r.score >= self.threshold)
+        return Verdict(keep=score >= self.threshold, score=score, boxes=boxes)

@@ -1,8 +1,19 @@
 """Scanned PDF archive → curated image dataset, one page at a time (no torch, no gradio here)."""
 
 from pipeline.options import Options
-from pipeline.orchestrator import NothingToDo, Summary, run
+from pipeline.orchestrator import NothingToDo, Progress, Summary, default_workers, run
 from pipeline.source import PdfError, check_pdf, find_pdfs
 from pipeline.writer import OutputError
 
-__all__ = ["NothingToDo", "Options", "OutputError", "PdfError", "Summary", "check_pdf", "find_pdfs", "run"]
+__all__ = [
+    "NothingToDo",
+    "Options",
+    "OutputError",
+    "PdfError",
+    "Progress",
+    "Summary",
+    "check_pdf",
+    "default_workers",
+    "find_pdfs",
+    "run",
+]

@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from pipeline.journal import ResumeMismatch
 from pipeline.judges import DEFAULT_JUDGE, JUDGES
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
-from pipeline.orchestrator import NothingToDo, run
+from pipeline.orchestrator import NothingToDo, Progress, default_workers, run
 from pipeline.writer import OutputError
 
 
@@ -55,6 +56,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="collect garbage and empty MuPDF's cache every N pages (default: 1, the article's per-page cleanup)",
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        metavar="N",
+        help="worker processes over page ranges (default: the machine's cores, here %(default)s; 1 = least memory)",
+    )
+    parser.add_argument(
+        "--resume",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="continue an interrupted run of the same command from its progress file (OUT.zip.progress or "
+        "DIR/.progress, removed when a run completes); --no-resume starts over (default: --resume)",
+    )
     return parser
 
 
@@ -74,31 +89,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     bar = tqdm(unit="page", dynamic_ncols=True, file=sys.stderr)
-    kept = 0
 
-    def on_page(record: PageRecord, done: int, total: int) -> None:
-        nonlocal kept
-        kept += record.kept
-        bar.total = total
-        bar.set_postfix(kept=kept, refresh=False)
+    def on_page(record: PageRecord, progress: Progress) -> None:
+        if bar.total != progress.total:
+            bar.total, bar.n = progress.total, progress.done - 1
+        bar.set_postfix(kept=progress.kept, out=f"{progress.output_bytes / 2**20:.0f}MB", refresh=False)
         bar.update(1)
         if record.error:
             where = f" page {record.page}" if record.page is not None else ""
             tqdm.write(f"skipped {record.source}{where}: {record.error}", file=sys.stderr)
 
     try:
-        summary = run(args.inputs, args.output, options, on_page)
-    except (NothingToDo, OutputError, FileNotFoundError, ValueError) as exc:
+        summary = run(args.inputs, args.output, options, on_page, workers=args.workers, resume=args.resume)
+    except (NothingToDo, OutputError, ResumeMismatch, FileNotFoundError, ValueError) as exc:
         bar.close()
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         bar.close()
-        print(f"interrupted; what was done so far is in {args.output}", file=sys.stderr)
+        print(f"interrupted; rerun the same command to continue ({args.output})", file=sys.stderr)
         return 130
     bar.close()
+    resumed = f" (+{summary.resumed} done before)" if summary.resumed else ""
     print(
-        f"{summary.pages} pages, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
-        f"{summary.seconds:.1f} s → {summary.output}"
+        f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
+        f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
     )
     return 0

@@ -1,41 +1,42 @@
-"""Compose the steps: source → judge (cheap view) → full-resolution render of what is kept → fit → writer."""
+"""Compose the run: find PDFs → plan page ranges → workers (judge, render kept, fit) → writer, in order."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-import pymupdf
-
-from pipeline.cleanup import Cleanup
-from pipeline.fit import encode_jpeg, fit_square
-from pipeline.judges import Box, Judge, make_judge
+from pipeline.distributor import run_tasks
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
-from pipeline.render import render, zoom_to_cover
-from pipeline.source import PdfError, check_pdf, find_pdfs, open_pdf
+from pipeline.source import PdfError, check_pdf, find_pdfs
+from pipeline.worker import Task
 from pipeline.writer import open_writer
 
-MAX_ZOOM = 8.0
-"""Upper bound on the output render scale (576 dpi): beyond it MuPDF only interpolates a scan."""
+PAGES_PER_TASK = 8
+"""Pages a worker takes at once: enough to amortise opening the PDF, few enough to keep results small."""
 
-OnPage = Callable[[PageRecord, int, int], None]
-"""Progress callback: ``(record, pages_done, pages_total)``."""
+
+@dataclass
+class Progress:
+    """Where the run stands after a page, for progress bars."""
+
+    done: int
+    total: int
+    kept: int
+    output_bytes: int
+
+
+OnPage = Callable[[PageRecord, Progress], None]
 
 
 class NothingToDo(Exception):
     """The run cannot start: no PDF among the inputs."""
-
-
-@dataclass
-class PageResult:
-    """A page's manifest record and its encoded images ``(name, jpeg bytes)``."""
-
-    record: PageRecord
-    images: list[tuple[str, bytes]] = field(default_factory=list)
 
 
 @dataclass
@@ -46,8 +47,11 @@ class Summary:
     kept: int = 0
     images: int = 0
     errors: int = 0
+    resumed: int = 0
+    """Pages already done by an interrupted earlier run and not processed again."""
     seconds: float = 0.0
     output: Path = Path()
+    output_bytes: int = 0
 
 
 def run(
@@ -55,89 +59,80 @@ def run(
     output: str | Path,
     options: Options = Options(),
     on_page: OnPage | None = None,
+    workers: int = 1,
+    resume: bool = True,
 ) -> Summary:
     """Process every page of every PDF among ``inputs`` into ``output`` (``*.zip`` or a folder).
 
-    Bad files and bad pages are recorded in the manifest and skipped; the writer is closed even when
-    the run is interrupted, so everything written so far stays readable.
+    Bad files and pages are recorded in the manifest and skipped. Each page is committed to the output
+    before the next one, so an interrupted run (even ``kill -9``) rerun with the same arguments continues
+    where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
+    processes; the output is the same, in the same order.
     """
-    pdfs = find_pdfs(inputs)
+    pdfs = [path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
-    judge = make_judge(options.filter, options.threshold)
-    total = sum(_page_count(path) for path in pdfs)
-    writer = open_writer(output)
-    summary = Summary(output=writer.path)
+    counts = [_page_count(path) for path in pdfs]
+    writer = open_writer(output, _run_id(pdfs, options), resume)
+    done = writer.journal.done
+    tasks = _plan(pdfs, counts, done)
+    summary = Summary(output=writer.path, resumed=len(done))
+    progress = Progress(done=len(done), total=sum(max(count, 1) for count in counts), kept=0, output_bytes=0)
     start = time.perf_counter()
-    done = 0
+    complete = False
     try:
-        for path, stem in zip(pdfs, _unique_stems(pdfs), strict=True):
-            for result in process_pdf(path, judge, options, stem):
-                for name, data in result.images:
-                    writer.add_image(name, data)
-                writer.add_record(result.record)
-                _count(summary, result)
-                done += 1
+        for task, results in run_tasks(tasks, options, workers):
+            for result in results:
+                record = result.record
+                writer.commit((str(task.path), record.page), record, result.images)
+                summary.pages += record.page is not None
+                summary.kept += record.kept
+                summary.images += len(result.images)
+                summary.errors += bool(record.error)
+                progress.done += 1
+                progress.kept += record.kept
+                progress.output_bytes = writer.size()
                 if on_page is not None:
-                    on_page(result.record, done, total)
-                del result
+                    on_page(record, progress)
+            del results
+        complete = True
     finally:
-        writer.close()
+        writer.close(complete)
         summary.seconds = time.perf_counter() - start
+        summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
     return summary
 
 
-def process_pdf(path: Path, judge: Judge, options: Options, stem: str) -> Iterator[PageResult]:
-    """Yield one result per page, opening the PDF by path; a file that cannot be opened yields one error row."""
-    try:
-        doc = open_pdf(path)
-    except PdfError as exc:
-        yield PageResult(PageRecord(source=path.name, page=None, error=str(exc)))
-        return
-    cleanup = Cleanup(options.gc_every)
-    with doc:
-        for index in range(doc.page_count):
-            yield process_page(doc, index, judge, options, stem)
-            cleanup.after_page()
+def default_workers() -> int:
+    """The machine's cores available to this process."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, stem: str) -> PageResult:
-    """Judge one page from its cheap view; render, fit and encode only what is kept."""
-    record = PageRecord(source=Path(doc.name).name, page=index + 1)
-    try:
-        page = doc.load_page(index)
-        view = render(page, judge.zoom, judge.colorspace)
-        verdict = judge(view)
-        record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
-        if not verdict.keep:
-            return PageResult(record)
-        regions: Sequence[Box | None] = verdict.boxes if options.crop and verdict.boxes else (None,)
-        images = []
-        for number, box in enumerate(regions, start=1):
-            image = _full_resolution(page, view, judge, box, options.size)
-            name = f"{stem}_p{index + 1:04d}" + (f"_r{number}" if box is not None else "") + ".jpg"
-            images.append((name, encode_jpeg(fit_square(image, options.size), options.quality)))
-        record.outputs = [name for name, _ in images]
-        return PageResult(record, images)
-    except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
-        record.kept, record.outputs = False, []
-        record.error = f"page {index + 1}: {type(exc).__name__}: {exc}"
-        return PageResult(record)
-
-
-def _full_resolution(page: pymupdf.Page, view: np.ndarray, judge: Judge, box: Box | None, size: int) -> np.ndarray:
-    """Reuse the judge's view when it already covers the output size (the article's 2× render does)."""
-    if box is None and judge.colorspace == "rgb" and min(view.shape[:2]) >= size:
-        return view
-    zoom = min(zoom_to_cover(page, size, box), MAX_ZOOM)
-    return render(page, zoom, "rgb", box)
+def _plan(pdfs: Sequence[Path], counts: Sequence[int], done: set) -> Iterator[Task]:
+    """Page ranges of ``PAGES_PER_TASK``, in input order, without the pages an earlier run committed."""
+    for path, stem, count in zip(pdfs, _unique_stems(pdfs), counts, strict=True):
+        if count == 0:  # the file cannot be opened: one task yields its error row
+            if (str(path), None) not in done:
+                yield Task(path, stem, ())
+            continue
+        todo = [index for index in range(count) if (str(path), index + 1) not in done]
+        for start in range(0, len(todo), PAGES_PER_TASK):
+            yield Task(path, stem, tuple(todo[start : start + PAGES_PER_TASK]))
 
 
 def _page_count(path: Path) -> int:
     try:
         return check_pdf(path)
     except PdfError:
-        return 1  # the file's error row
+        return 0
+
+
+def _run_id(pdfs: Sequence[Path], options: Options) -> str:
+    """Identifies what a run produces (inputs and options), so only the same run is resumed."""
+    fields = dataclasses.asdict(options)
+    fields.pop("gc_every")  # changes how, not what
+    payload = json.dumps({"pdfs": [str(p) for p in pdfs], "options": fields}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def _unique_stems(pdfs: Sequence[Path]) -> list[str]:
@@ -148,11 +143,3 @@ def _unique_stems(pdfs: Sequence[Path]) -> list[str]:
         seen[path.stem] = seen.get(path.stem, 0) + 1
         stems.append(path.stem if seen[path.stem] == 1 else f"{path.stem}~{seen[path.stem]}")
     return stems
-
-
-def _count(summary: Summary, result: PageResult) -> None:
-    record = result.record
-    summary.pages += record.page is not None
-    summary.kept += record.kept
-    summary.images += len(result.images)
-    summary.errors += bool(record.error)

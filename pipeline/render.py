@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 import numpy as np
@@ -38,6 +39,28 @@ def render(
     array = np.frombuffer(pix.samples, dtype=np.uint8).reshape(shape).copy()
     del pix
     return array
+
+
+def is_grayscale(page: pymupdf.Page) -> bool:
+    """True when the page is a grey or 1-bit scan: every image on it has one channel, so no colour is lost
+    by rendering grey (a third of the pixels to make, convert and resize). Pages without images are not.
+    """
+    images = page.get_images(full=True)
+    return bool(images) and all(_channels(page.parent, image) == 1 for image in images)
+
+
+def _channels(doc: pymupdf.Document, image: tuple) -> int:
+    xref, colorspace = image[0], image[5]
+    if colorspace in ("DeviceGray", "CalGray") or doc.xref_get_key(xref, "ImageMask")[1] == "true":
+        return 1
+    if colorspace == "ICCBased":
+        kind, value = doc.xref_get_key(xref, "ColorSpace")
+        if kind == "xref":  # the colour space array is an object of its own
+            value = doc.xref_object(int(value.split()[0]), compressed=True)
+        icc = re.search(r"/ICCBased\s+(\d+)\s+0\s+R", value)
+        if icc and doc.xref_get_key(int(icc.group(1)), "N")[1] == "1":
+            return 1
+    return 3
 
 
 def zoom_to_cover(page: pymupdf.Page, size: int, box: Box | None = None) -> float:

@@ -1,4 +1,4 @@
-"""Write images and the manifest as the run goes: a zip (JPEGs stored as-is) or a folder."""
+"""Write images and the manifest as the run goes: a zip (JPEGs stored as-is) or a folder, resumable."""
 
 from __future__ import annotations
 
@@ -6,13 +6,18 @@ import csv
 import io
 import zipfile
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from PIL import Image
 
+from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 
 MANIFEST = "manifest.csv"
+_ZIPINFO_FIELDS = (
+    "filename", "date_time", "compress_type", "CRC", "compress_size", "file_size", "header_offset",
+    "flag_bits", "external_attr", "create_system", "create_version", "extract_version",
+)  # fmt: skip
 
 
 class OutputError(Exception):
@@ -20,76 +25,101 @@ class OutputError(Exception):
 
 
 class Writer(Protocol):
-    """Where a run's images and manifest rows go, as soon as each page is done."""
+    """Where a run's pages go, each committed (images, then its manifest row) before the next."""
 
     path: Path
+    journal: Journal
 
-    def add_image(self, name: str, data: bytes) -> None: ...
-    def add_record(self, record: PageRecord) -> None: ...
-    def close(self) -> None: ...
+    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None: ...
+    def size(self) -> int: ...
+    def close(self, complete: bool) -> None: ...
 
 
 class ZipWriter:
-    """A zip whose JPEGs are stored (they are already compressed); ``manifest.csv`` is added on close.
+    """A zip whose JPEGs are stored (they are compressed already); ``manifest.csv`` is added on close.
 
-    Manifest rows are a few hundred bytes per page, so they are kept until the end and the zip's
-    root always holds the manifest, even when the run is interrupted (``close`` runs in ``finally``).
+    On resume the zip is cut back to the end of the last committed page and its entries are re-declared,
+    so pages are neither lost nor written twice and the final zip is valid.
     """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, journal: Journal) -> None:
+        self.path, self.journal = path, journal
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._zip = zipfile.ZipFile(path, "w", compression=zipfile.ZIP_STORED)
+            if journal.zip_end is not None and path.exists():
+                self._file: BinaryIO = path.open("r+b")
+                self._file.truncate(journal.zip_end)
+                self._file.seek(journal.zip_end)
+            else:
+                self._file = path.open("wb")
+            self._zip = zipfile.ZipFile(self._file, "w", compression=zipfile.ZIP_STORED)
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        self._rows: list[dict[str, str]] = []
+        for fields in journal.zip_entries:
+            info = _zipinfo(fields)
+            self._zip.filelist.append(info)
+            self._zip.NameToInfo[info.filename] = info
 
-    def add_image(self, name: str, data: bytes) -> None:
-        self._zip.writestr(name, data)
+    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None:
+        for name, data in images:
+            self._zip.writestr(name, data)
+        self._file.flush()
+        entries = [_fields(self._zip.getinfo(name)) for name, _ in images]
+        self.journal.commit(key, record.row(), entries, end=self._file.tell())
 
-    def add_record(self, record: PageRecord) -> None:
-        self._rows.append(record.row())
+    def size(self) -> int:
+        return self._file.tell()
 
-    def close(self) -> None:
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(self._rows)
-        self._zip.writestr(MANIFEST, text.getvalue(), compress_type=zipfile.ZIP_DEFLATED)
+    def close(self, complete: bool) -> None:
+        info = zipfile.ZipInfo(MANIFEST, date_time=(1980, 1, 1, 0, 0, 0))
+        info.compress_type = zipfile.ZIP_DEFLATED
+        with self._zip.open(info, "w") as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
+            _write_manifest(text, self.journal)
         self._zip.close()
+        self._file.close()
+        self.journal.close(remove=complete)
 
 
 class FolderWriter:
     """Images as files in a folder; ``manifest.csv`` appended and flushed row by row."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, journal: Journal) -> None:
+        self.path, self.journal = path, journal
         try:
             path.mkdir(parents=True, exist_ok=True)
-            self._manifest = open(path / MANIFEST, "w", newline="", encoding="utf-8")  # noqa: SIM115
+            self._manifest = (path / MANIFEST).open("w", newline="", encoding="utf-8")
         except OSError as exc:
             raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-        self._csv = csv.DictWriter(self._manifest, fieldnames=COLUMNS, lineterminator="\n")
-        self._csv.writeheader()
+        self._csv = _write_manifest(self._manifest, journal)
+        self._size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
 
-    def add_image(self, name: str, data: bytes) -> None:
-        (self.path / name).write_bytes(data)
-
-    def add_record(self, record: PageRecord) -> None:
+    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None:
+        for name, data in images:
+            (self.path / name).write_bytes(data)
+            self._size += len(data)
         self._csv.writerow(record.row())
         self._manifest.flush()
+        self.journal.commit(key, record.row())
 
-    def close(self) -> None:
+    def size(self) -> int:
+        return self._size
+
+    def close(self, complete: bool) -> None:
         self._manifest.close()
+        self.journal.close(remove=complete)
 
 
-def open_writer(output: str | Path) -> Writer:
-    """A zip writer for ``*.zip``, a folder writer otherwise (a path ending in ``/`` or an existing folder)."""
+def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
+    """A zip writer for ``*.zip``, a folder writer otherwise; with ``resume`` an interrupted run of the
+    same ``run_id`` is continued (its progress file: ``OUT.zip.progress`` or ``DIR/.progress``).
+    """
     path = Path(output)
-    if path.suffix.lower() == ".zip" and not str(output).endswith(("/", "\\")):
-        return ZipWriter(path)
-    return FolderWriter(path)
+    is_zip = path.suffix.lower() == ".zip" and not str(output).endswith(("/", "\\"))
+    progress = path.with_name(path.name + ".progress") if is_zip else path / ".progress"
+    try:
+        journal = Journal(progress, run_id, resume)
+    except OSError as exc:
+        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+    return ZipWriter(path, journal) if is_zip else FolderWriter(path, journal)
 
 
 def read_images(output: str | Path, limit: int = 12) -> list[tuple[Image.Image, str]]:
@@ -107,3 +137,21 @@ def read_images(output: str | Path, limit: int = 12) -> list[tuple[Image.Image, 
             with archive.open(name) as handle, Image.open(handle) as image:
                 images.append((image.copy(), name))
     return images
+
+
+def _write_manifest(handle: io.TextIOBase, journal: Journal) -> csv.DictWriter:
+    writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(journal.rows())
+    return writer
+
+
+def _fields(info: zipfile.ZipInfo) -> dict:
+    return {name: getattr(info, name) for name in _ZIPINFO_FIELDS}
+
+
+def _zipinfo(fields: dict) -> zipfile.ZipInfo:
+    info = zipfile.ZipInfo(fields["filename"], tuple(fields["date_time"]))
+    for name in _ZIPINFO_FIELDS[2:]:
+        setattr(info, name, fields[name])
+    return info

@@ -13,9 +13,9 @@ PROBE = """
 import json, sys, psutil
 from pipeline import Options, run
 rss = {}
-def on_page(record, done, total):
-    if done in (30, 300):
-        rss[done] = psutil.Process().memory_info().rss
+def on_page(record, progress):
+    if progress.done in (30, 300):
+        rss[progress.done] = psutil.Process().memory_info().rss
 summary = run([sys.argv[1]], sys.argv[2], Options(filter="sigma"), on_page)
 print(json.dumps({"rss": rss, "kept": summary.kept, "pages": summary.pages}))
 """

@@ -105,9 +105,9 @@ def test_bad_files_and_pages_are_recorded_and_the_run_goes_on(tmp_path: Path) ->
 def test_interrupted_run_keeps_what_was_written(tmp_path: Path) -> None:
     pdf = pdf_from_images(tmp_path / "long.pdf", [engraving(300, 400, seed=s) for s in range(8)])
 
-    def stop_after_three(record, done, total):
-        assert total == 8
-        if done == 3:
+    def stop_after_three(record, progress):
+        assert progress.total == 8
+        if progress.done == 3:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):

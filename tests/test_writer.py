@@ -3,47 +3,89 @@ import io
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from pipeline.fit import encode_jpeg, fit_square
+from pipeline.journal import ResumeMismatch
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.writer import FolderWriter, OutputError, ZipWriter, open_writer, read_images
+
+JPEG = encode_jpeg(fit_square(np.zeros((8, 8, 3), np.uint8), 16), 90)
 
 
 def _manifest(archive: zipfile.ZipFile) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(archive.read("manifest.csv").decode())))
 
 
+def _commit(writer, page: int, kept: bool = True) -> None:
+    name = f"doc_p{page:04d}.jpg"
+    record = PageRecord("doc.pdf", page, kept=kept, score=float(page), outputs=[name] if kept else [])
+    writer.commit(("/x/doc.pdf", page), record, [(name, JPEG)] if kept else [])
+
+
 def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "out.zip")
+    writer = open_writer(tmp_path / "out.zip", "run")
     assert isinstance(writer, ZipWriter)
-    writer.add_image("doc_p0001.jpg", b"\xff\xd8jpeg")
-    writer.add_record(PageRecord("doc.pdf", 1, kept=True, score=50.0, outputs=["doc_p0001.jpg"]))
-    writer.add_record(PageRecord("doc.pdf", 2, score=10.0))
-    writer.close()
+    _commit(writer, 1)
+    _commit(writer, 2, kept=False)
+    writer.close(complete=True)
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         assert archive.getinfo("doc_p0001.jpg").compress_type == zipfile.ZIP_STORED
+        assert archive.read("doc_p0001.jpg") == JPEG
         rows = _manifest(archive)
     assert list(rows[0]) == list(COLUMNS)
-    assert rows[0] | {} == {
-        "source": "doc.pdf",
-        "page": "1",
-        "kept": "true",
-        "score": "50.0000",
-        "boxes": "",
-        "outputs": "doc_p0001.jpg",
-        "error": "",
-    }
+    assert rows[0] == {"source": "doc.pdf", "page": "1", "kept": "true", "score": "1.0000", "boxes": "",
+                       "outputs": "doc_p0001.jpg", "error": ""}  # fmt: skip
     assert rows[1]["kept"] == "false" and rows[1]["outputs"] == ""
+    assert not (tmp_path / "out.zip.progress").exists()  # a complete run leaves only the output
 
 
 def test_folder_writer_flushes_each_manifest_row(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "dataset")
+    writer = open_writer(tmp_path / "dataset", "run")
     assert isinstance(writer, FolderWriter)
-    writer.add_record(PageRecord("a.pdf", None, error="a.pdf: not a PDF"))
+    writer.commit(("/x/a.pdf", None), PageRecord("a.pdf", None, error="a.pdf: not a PDF"), [])
     rows = list(csv.DictReader((tmp_path / "dataset" / "manifest.csv").open()))
     assert rows == [{"source": "a.pdf", "page": "", "kept": "false", "score": "", "boxes": "", "outputs": "",
                      "error": "a.pdf: not a PDF"}]  # fmt: skip
-    writer.close()
+    writer.close(complete=True)
+    assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == ["manifest.csv"]
+
+
+@pytest.mark.parametrize("output", ["out.zip", "dataset/"])
+def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_path: Path, output: str) -> None:
+    first = open_writer(tmp_path / output, "run")
+    for page in (1, 2, 3):
+        _commit(first, page, kept=page != 2)
+    # Simulate kill -9: the process dies without close(); a torn line may end the progress file.
+    progress = first.journal.path
+    first.journal._file.close()
+    with progress.open("a") as handle:
+        handle.write('{"key": ["/x/doc.pdf", 4], "ro')
+    second = open_writer(tmp_path / output, "run")
+    assert second.journal.done == {("/x/doc.pdf", 1), ("/x/doc.pdf", 2), ("/x/doc.pdf", 3)}
+    _commit(second, 4)
+    second.close(complete=True)
+    if output.endswith(".zip"):
+        with zipfile.ZipFile(tmp_path / output) as archive:
+            assert archive.testzip() is None
+            assert sorted(archive.namelist()) == ["doc_p0001.jpg", "doc_p0003.jpg", "doc_p0004.jpg", "manifest.csv"]
+            rows = _manifest(archive)
+    else:
+        rows = list(csv.DictReader((tmp_path / output / "manifest.csv").open()))
+    assert [row["page"] for row in rows] == ["1", "2", "3", "4"]
+    assert not progress.exists()
+
+
+def test_resuming_a_different_run_is_refused(tmp_path: Path) -> None:
+    writer = open_writer(tmp_path / "out.zip", "run-a")
+    _commit(writer, 1)
+    writer.close(complete=False)
+    with pytest.raises(ResumeMismatch, match="--no-resume"):
+        open_writer(tmp_path / "out.zip", "run-b")
+    fresh = open_writer(tmp_path / "out.zip", "run-b", resume=False)
+    assert fresh.journal.done == set()
+    fresh.close(complete=True)
 
 
 def test_manifest_records_boxes_as_page_fractions() -> None:
@@ -55,19 +97,14 @@ def test_unwritable_output_raises_output_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(OutputError, match="cannot write"):
-        open_writer(blocker / "out.zip")
+        open_writer(blocker / "out.zip", "run")
 
 
 def test_read_images_returns_jpegs_with_names(tmp_path: Path) -> None:
-    import numpy as np
-
-    from pipeline.fit import encode_jpeg, fit_square
-
-    jpeg = encode_jpeg(fit_square(np.zeros((8, 8, 3), np.uint8), 16), 90)
-    writer = open_writer(tmp_path / "out.zip")
-    for n in range(3):
-        writer.add_image(f"x_p{n:04d}.jpg", jpeg)
-    writer.close()
+    writer = open_writer(tmp_path / "out.zip", "run")
+    for page in range(3):
+        _commit(writer, page)
+    writer.close(complete=True)
     images = read_images(tmp_path / "out.zip", limit=2)
-    assert [name for _, name in images] == ["x_p0000.jpg", "x_p0001.jpg"]
+    assert [name for _, name in images] == ["doc_p0000.jpg", "doc_p0001.jpg"]
     assert images[0][0].size == (16, 16)

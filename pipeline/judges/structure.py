@@ -77,7 +77,7 @@ def ink_map(gray: np.ndarray, dpi: float, lo: float = 0.25, hi: float = 0.75) ->
 def border_mask(gray: np.ndarray) -> np.ndarray:
     """``True`` on dark scanner borders: runs of mostly-dark rows/columns from each page edge."""
     h, w = gray.shape
-    lo, hi = np.percentile(gray, [1, 99])
+    lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
     dark = gray < (lo + hi) / 2
     mask = np.zeros((h, w), bool)
     rows, cols = dark.mean(axis=1), dark.mean(axis=0)
@@ -122,7 +122,8 @@ def _grow_to_ink(ink: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) ->
 
 
 def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
-    """Union boxes that overlap until none do: the pieces of one picture become one crop."""
+    """Union boxes ``[x0, y0, x1, y1, *counts]`` that overlap until none do (the pieces of one picture
+    become one crop); trailing counts are summed."""
     boxes = [b[:] for b in boxes]
     changed = True
     while changed:
@@ -132,6 +133,7 @@ def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
                 a, b = boxes[i], boxes[j]
                 if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
                     boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                    boxes[i] += [u + v for u, v in zip(a[4:], b[4:], strict=True)]
                     del boxes[j]
                     changed = True
                     break
@@ -198,52 +200,72 @@ class StructureJudge:
             return [], dark
         ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
         ink[border_mask(gray)] = 0.0
-        raw_ink = ink.copy()
+        # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
+        # its textured core; text characters are separate small networks. Computed at half resolution
+        # (OR-pooled, so connectivity survives), which is plenty for box extents.
+        g = _px(self.stroke_gap_mm, dpi)
+        strokes = cv2.dilate((ink > 0.3).astype(np.uint8), _rect(g, g))
+        _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
+        sx_scale, sy_scale = w / strokes.shape[1], h / strokes.shape[0]
         ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
-        span, pitch = _px(self.span_mm, dpi), _px(self.pitch_mm, dpi)
+        # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
+        f = 3
+        wf = max(1, w // f)
+        inkh = cv2.resize(ink, (wf, h), interpolation=cv2.INTER_AREA)
+        span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
-        rowdens = cv2.blur(ink, (span, _px(self.hatch_mm, dpi)))
+        rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)))
         rowmin = cv2.erode(rowdens, _rect(1, pitch))
         rowmax = cv2.dilate(rowdens, _rect(1, pitch))
         # picture texture: every row of the window inked, and no row much lighter than the darkest
         core = ((rowmin > self.core_density) & (rowmin > self.row_ratio * rowmax)).astype(np.uint8)
         # the window footprint: a core pixel vouches for the whole window around it
         core = cv2.dilate(core, _rect(span, pitch))
+        # region geometry on a coarse grid (dpi / 3)
+        hf = max(1, h // f)
+        core = (cv2.resize(core * 255, (wf, hf), interpolation=cv2.INTER_AREA) >= 128).astype(np.uint8)
+        cdpi = dpi / f
         # thin strips (rules, edges, single headline lines) cannot survive a 4 mm opening
-        o = _px(4.0, dpi)
+        o = _px(4.0, cdpi)
         core = cv2.morphologyEx(core, cv2.MORPH_OPEN, _rect(o, o))
-        c = _px(self.merge_mm, dpi)
+        c = _px(self.merge_mm, cdpi)
         merged = cv2.morphologyEx(core, cv2.MORPH_CLOSE, _rect(c, c))
         n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8)
-        # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
-        # its textured core; text characters are separate small networks
-        g = _px(self.stroke_gap_mm, dpi)
-        strokes = cv2.dilate((raw_ink > 0.3).astype(np.uint8), _rect(g, g))
-        _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
+        cx_scale, cy_scale = w / wf, h / hf
         grow = _px(self.grow_mm, dpi)
         boxes: list[list[int]] = []
         for i in range(1, n):
             x, y, bw, bh, _a = stats[i]
-            x0, y0, x1, y1 = x, y, x + bw, y + bh
-            sub = (labels[y:y1, x:x1] == i) & (core[y:y1, x:x1] > 0)
-            touching = np.unique(slabels[y:y1, x:x1][sub])
+            sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
+            x0, y0 = int(x * cx_scale), int(y * cy_scale)
+            x1, y1 = int((x + bw) * cx_scale), int((y + bh) * cy_scale)
+            # stroke networks under the core pixels (sampled on the core grid)
+            ys, xs = np.nonzero(sub)
+            sy = np.minimum(((ys + y + 0.5) * cy_scale / sy_scale).astype(int), slabels.shape[0] - 1)
+            sx = np.minimum(((xs + x + 0.5) * cx_scale / sx_scale).astype(int), slabels.shape[1] - 1)
+            touching = np.unique(slabels[sy, sx])
             for j in touching[touching > 0]:
-                sx, sy, sw, sh, _ = sstats[j]
-                if sw * sh <= max(4 * bw * bh, self.max_network * h * w):  # not a page-wide tangle of rules
-                    x0, y0, x1, y1 = min(x0, sx), min(y0, sy), max(x1, sx + sw), max(y1, sy + sh)
-            boxes.append(list(_grow_to_ink(ink, x0, y0, x1, y1, grow)))
+                a, b, sw, sh, _ = sstats[j]
+                if sw * sh * sx_scale * sy_scale <= max(4 * (x1 - x0) * (y1 - y0), self.max_network * h * w):
+                    x0, y0 = min(x0, int(a * sx_scale)), min(y0, int(b * sy_scale))
+                    x1, y1 = max(x1, int((a + sw) * sx_scale)), max(y1, int((b + sh) * sy_scale))
+            # texture evidence of this core: its pixels and the area of its own (ungrown) box
+            boxes.append([*_grow_to_ink(ink, x0, y0, x1, y1, grow), int(sub.sum()), bw * bh])
         boxes = _merge_overlapping(boxes)
-        solid_map = (cv2.blur(ink, (_px(2.0, dpi), _px(2.0, dpi))) > 0.8).astype(np.float32)
         min_side = _px(self.min_side_mm, dpi)
+        k2 = _px(2.0, dpi)
         out: list[Region] = []
-        for x0, y0, x1, y1 in boxes:
+        for x0, y0, x1, y1, core_px, core_box in boxes:
             bw, bh = x1 - x0, y1 - y0
             area = bw * bh / float(h * w)
             if bw < min_side or bh < min_side or area < self.min_area:
                 continue
-            fill = float(core[y0:y1, x0:x1].mean())
-            inked = raw_ink[y0:y1, x0:x1] > 0.3
-            solid = float(solid_map[y0:y1, x0:x1][inked].mean()) if inked.any() else 0.0
+            cy0, cy1 = int(y0 / cy_scale), max(int(y0 / cy_scale) + 1, int(np.ceil(y1 / cy_scale)))
+            cx0, cx1 = int(x0 / cx_scale), max(int(x0 / cx_scale) + 1, int(np.ceil(x1 / cx_scale)))
+            fill = float(core[cy0:cy1, cx0:cx1].mean())
+            crop = ink[y0:y1, x0:x1]
+            inked = crop > 0.3
+            solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
             aspect = max(bw / bh, bh / bw)
             z = (
                 min(2.0, 1.5 * math.log(area / self.min_area))

@@ -1,0 +1,91 @@
+import csv
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import psutil
+import pytest
+from factories import engraving, pdf_from_images, text_page
+
+from pipeline import Options, run
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("archive")
+    for number in range(2):
+        pages = [engraving(300, 400, seed=s) if s % 3 else text_page(300, 400, seed=s, ink=0.05) for s in range(30)]
+        pdf_from_images(folder / f"issue{number}.pdf", pages)
+    return folder
+
+
+def _contents(zip_path: Path) -> tuple[list[dict[str, str]], dict[str, bytes]]:
+    with zipfile.ZipFile(zip_path) as archive:
+        names = archive.namelist()
+        assert len(names) == len(set(names)), "an entry was written twice"
+        assert archive.testzip() is None
+        rows = list(csv.DictReader(io.StringIO(archive.read("manifest.csv").decode())))
+        return rows, {name: archive.read(name) for name in names if name.endswith(".jpg")}
+
+
+def test_workers_give_the_same_output_in_the_same_order(tmp_path: Path, archive: Path) -> None:
+    options = Options(filter="sigma", size=64)
+    run([archive], tmp_path / "one.zip", options, workers=1)
+    run([archive], tmp_path / "two.zip", options, workers=2)
+    assert _contents(tmp_path / "one.zip") == _contents(tmp_path / "two.zip")
+    rows, images = _contents(tmp_path / "two.zip")
+    assert [(r["source"], r["page"]) for r in rows] == [
+        (f"issue{n}.pdf", str(p)) for n in range(2) for p in range(1, 31)
+    ]
+    assert len(images) == 40
+
+
+def test_a_worker_killed_mid_run_costs_nothing(tmp_path: Path, archive: Path) -> None:
+    killed = []
+
+    def kill_a_worker(record, progress):
+        if progress.done == 5 and not killed:
+            worker = psutil.Process().children(recursive=True)[-1]
+            worker.send_signal(signal.SIGKILL)
+            killed.append(worker.pid)
+
+    summary = run([archive], tmp_path / "out.zip", Options(filter="sigma", size=64), kill_a_worker, workers=2)
+    rows, images = _contents(tmp_path / "out.zip")
+    assert killed
+    assert len(rows) == 60 and summary.errors == 0
+    assert len(images) == 40
+
+
+def test_kill_9_then_rerun_completes_with_every_page_exactly_once(tmp_path: Path, archive: Path) -> None:
+    command = [sys.executable, "-m", "pipeline", str(archive), "-o", str(tmp_path / "out.zip")]
+    command += ["--filter", "sigma", "--size", "256", "--workers", "2", "--gc-every", "1"]
+    progress = tmp_path / "out.zip.progress"
+    first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and first.poll() is None:
+        if progress.exists() and progress.read_text().count("\n") > 12:
+            break
+        time.sleep(0.05)
+    assert first.poll() is None, "the run finished before it could be killed"
+    os.killpg(first.pid, signal.SIGKILL)  # the whole process group: main process and workers
+    first.wait()
+    done_before = progress.read_text().count("\n") - 1
+    assert 0 < done_before < 60
+
+    second = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert f"(+{done_before} done before)" in second.stdout
+    rows, images = _contents(tmp_path / "out.zip")
+    assert sorted((r["source"], int(r["page"])) for r in rows) == [
+        (f"issue{n}.pdf", p) for n in range(2) for p in range(1, 31)
+    ]
+    assert sorted(images) == sorted(name for r in rows for name in r["outputs"].split(";") if name)
+    assert len(images) == 40
+    assert not progress.exists()

@@ -18,6 +18,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import gradio as gr
 
@@ -37,7 +38,7 @@ WORK_MAX_AGE_S = 3600
 CLASSIFIER = models.make_classifier()
 """Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
 
-_DEFAULT_JUDGE = make_judge(DEFAULT_JUDGE)
+_JUDGE_DEFAULTS = ", ".join(f"{name}: {make_judge(name).threshold:g}" for name in sorted(JUDGES))
 _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
 atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
 
@@ -92,7 +93,9 @@ def pdf_to_dataset(
         raise _pdf_error(str(exc)) from None
     progress((0, pages), desc="Reading pages", unit="pages")
 
-    def on_page(record: object, done: int, total: int) -> None:
+    def on_page(record: object, *where: Any) -> None:
+        # The pipeline passes (done, total), or a Progress(done, total, ...) since its parallel rewrite.
+        done, total = (where[0].done, where[0].total) if len(where) == 1 else where
         progress((done, total), desc=f"Page {done}/{total}", unit="pages")
 
     zip_path = _work_dir() / f"{Path(pdf).stem}_dataset.zip"
@@ -155,7 +158,7 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
                 threshold = gr.Number(
                     value=None,
                     label="Filter threshold",
-                    info=f"Empty = the filter's default ({_DEFAULT_JUDGE.name}: {_DEFAULT_JUDGE.threshold:g})",
+                    info=f"Empty = the filter's own default ({_JUDGE_DEFAULTS})",
                 )
                 size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px, square)")
                 filter_name = gr.Dropdown(sorted(JUDGES), value=DEFAULT_JUDGE, label="Filter")

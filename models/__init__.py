@@ -18,6 +18,7 @@ from models.classifier import (
     model_id_from_env,
     open_images,
     policy_from_env,
+    prefetch,
 )
 
 __all__ = [
@@ -38,4 +39,5 @@ __all__ = [
     "model_id_from_env",
     "open_images",
     "policy_from_env",
+    "prefetch",
 ]

@@ -19,6 +19,7 @@ keeps its message across the ZeroGPU boundary), so this package does not import 
 from __future__ import annotations
 
 import gc
+import logging
 import os
 import time
 import weakref
@@ -41,6 +42,8 @@ MAX_PIXELS = 40_000_000
 """Refuse decompression bombs before PIL decodes them (a 40 MP photo is already far above any phone's)."""
 
 Policy = Literal["per_request", "resident"]
+
+log = logging.getLogger(__name__)
 
 
 class ModelError(Exception):
@@ -205,6 +208,27 @@ class Classifier(Protocol):
     def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]: ...
 
 
+def prefetch(model_id: str) -> str | None:
+    """Download a Hub model's files to the disk cache now, without loading them into memory.
+
+    Per-request loading happens inside the ZeroGPU handler, whose ``duration`` is charged to visitors; a
+    first request that also had to download ~350 MB would overrun it. Returns the local folder, or ``None``
+    for a local ``MODEL_ID`` or when the Hub cannot be reached (the request then reports the load error).
+    """
+    if Path(model_id).expanduser().exists():
+        return None
+    from huggingface_hub import snapshot_download
+
+    try:
+        folder = snapshot_download(model_id, allow_patterns=["*.json", "*.safetensors"])
+        if not any(Path(folder).glob("*.safetensors")):  # an older repo with a PyTorch checkpoint only
+            folder = snapshot_download(model_id, allow_patterns=["*.json", "*.bin"])
+    except Exception as exc:  # noqa: BLE001 - offline or unknown id: the request will say so, clearly
+        log.warning("could not prefetch %s: %s", model_id, exc)
+        return None
+    return folder
+
+
 @dataclass
 class PerRequestClassifier:
     """Loads the model for each call and frees it afterwards (the seed article's ZeroGPU pattern)."""
@@ -257,8 +281,13 @@ class ResidentClassifier:
 
 
 def make_classifier(policy: Policy | None = None, model_id: str | None = None) -> Classifier:
-    """Build the classifier for ``MODEL_POLICY`` / ``MODEL_ID`` (arguments override the environment)."""
+    """Build the classifier for ``MODEL_POLICY`` / ``MODEL_ID`` (arguments override the environment).
+
+    Per-request: the Hub files are prefetched to disk here (at app import), so requests only load them.
+    """
     policy = policy or policy_from_env()
     if policy == "resident":
         return ResidentClassifier(model_id)
-    return PerRequestClassifier(model_id or model_id_from_env())
+    classifier = PerRequestClassifier(model_id or model_id_from_env())
+    prefetch(classifier.model_id)
+    return classifier

@@ -176,6 +176,21 @@ def test_unloadable_model_says_how_to_fix_it(
     _still_serving(client, files)
 
 
+def test_resident_policy_loads_once(
+    app: ModuleType, client: Client, files: dict[str, Path], tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import models
+
+    monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(tiny_model)))
+    loads = models.STATS.loads
+    first, details = client.predict(handle_file(files["photo"]), api_name="/classify")
+    second, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
+    assert first == second
+    assert "(resident)" in details
+    assert models.STATS.loads == loads
+    assert models.STATS.last_model() is not None
+
+
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     zip_path, summary, gallery = (
         client.predict(  # sigma pinned: a noise picture vs a few text lines is its textbook case

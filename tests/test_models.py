@@ -148,3 +148,12 @@ def test_policy_from_env(monkeypatch: pytest.MonkeyPatch) -> None:
         models.policy_from_env()
     monkeypatch.delenv("MODEL_ID", raising=False)
     assert models.model_id_from_env() == models.DEFAULT_MODEL_ID
+
+
+def test_prefetch_skips_local_folders_and_survives_bad_ids(
+    tiny_model: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert models.prefetch(str(tiny_model)) is None  # nothing to download
+    with caplog.at_level("WARNING", logger="models.classifier"):
+        assert models.prefetch(str(tmp_path / "missing" / "model")) is None  # not a valid Hub id either
+    assert "could not prefetch" in caplog.text

@@ -18,13 +18,13 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from typing import Any
 
 import gradio as gr
 
 import models
-from pipeline import NothingToDo, Options, OutputError, PdfError, check_pdf, run
+from pipeline import NothingToDo, Options, OutputError, PdfError, Progress, check_pdf, run
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
+from pipeline.manifest import PageRecord
 from pipeline.writer import read_images
 
 GPU_DURATION = int(os.environ.get("GPU_DURATION", "20"))
@@ -93,10 +93,8 @@ def pdf_to_dataset(
         raise _pdf_error(str(exc)) from None
     progress((0, pages), desc="Reading pages", unit="pages")
 
-    def on_page(record: object, *where: Any) -> None:
-        # The pipeline passes (done, total), or a Progress(done, total, ...) since its parallel rewrite.
-        done, total = (where[0].done, where[0].total) if len(where) == 1 else where
-        progress((done, total), desc=f"Page {done}/{total}", unit="pages")
+    def on_page(record: PageRecord, where: Progress) -> None:
+        progress((where.done, where.total), desc=f"Page {where.done}/{where.total}, {where.kept} kept", unit="pages")
 
     zip_path = _work_dir() / f"{Path(pdf).stem}_dataset.zip"
     try:

@@ -49,9 +49,7 @@ class Region:
     area: float
     """Box area as a fraction of the page."""
     fill: float
-    """Fraction of the box where the row-minimum density marks picture texture."""
-    solid: float
-    """Fraction of the region that is solid black (cards, bars, scanner edges, not pictures)."""
+    """Fraction of the textured cores' box where the row-minimum density marks picture texture."""
     score: float
 
 
@@ -122,8 +120,8 @@ def _grow_to_ink(ink: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) ->
 
 
 def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
-    """Union boxes ``[x0, y0, x1, y1, *counts]`` that overlap until none do (the pieces of one picture
-    become one crop); trailing counts are summed."""
+    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n]`` whose first four overlap, until none do:
+    the pieces of one picture become one crop. The second box is unioned too, the count summed."""
     boxes = [b[:] for b in boxes]
     changed = True
     while changed:
@@ -133,7 +131,8 @@ def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
                 a, b = boxes[i], boxes[j]
                 if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
                     boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
-                    boxes[i] += [u + v for u, v in zip(a[4:], b[4:], strict=True)]
+                    boxes[i] += [min(a[4], b[4]), min(a[5], b[5]), max(a[6], b[6]), max(a[7], b[7])]
+                    boxes[i] += [a[8] + b[8], max(a[9], b[9])]
                     del boxes[j]
                     changed = True
                     break
@@ -175,7 +174,8 @@ class StructureJudge:
     merge_mm: float = 8.0
     grow_mm: float = 3.0
     stroke_gap_mm: float = 1.0
-    max_network: float = 0.2
+    reach: float = 1.0
+    merge_score: float = 0.25
     row_ratio: float = 0.5
     ink_lo: float = 0.25
     ink_hi: float = 0.75
@@ -201,12 +201,10 @@ class StructureJudge:
         ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
         ink[border_mask(gray)] = 0.0
         # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
-        # its textured core; text characters are separate small networks. Computed at half resolution
-        # (OR-pooled, so connectivity survives), which is plenty for box extents.
+        # its textured core (hatching, shading); that network tells how far to grow the crop
         g = _px(self.stroke_gap_mm, dpi)
         strokes = cv2.dilate((ink > 0.3).astype(np.uint8), _rect(g, g))
         _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
-        sx_scale, sy_scale = w / strokes.shape[1], h / strokes.shape[0]
         ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
         # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
         f = 3
@@ -233,7 +231,19 @@ class StructureJudge:
         n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8)
         cx_scale, cy_scale = w / wf, h / hf
         grow = _px(self.grow_mm, dpi)
-        boxes: list[list[int]] = []
+        min_side = _px(self.min_side_mm, dpi)
+        k2 = _px(2.0, dpi)
+
+        def evidence(bx0: int, by0: int, bx1: int, by1: int, core_px: int) -> float:
+            """Score of a textured area given by its box on the core grid and its core pixel count."""
+            cw, ch = bx1 - bx0, by1 - by0
+            area = cw * ch / float(wf * hf)
+            crop = ink[int(by0 * cy_scale) : int(by1 * cy_scale), int(bx0 * cx_scale) : int(bx1 * cx_scale)]
+            inked = crop > 0.3
+            solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
+            return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw))
+
+        boxes: list[list[float]] = []
         for i in range(1, n):
             x, y, bw, bh, _a = stats[i]
             sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
@@ -241,41 +251,45 @@ class StructureJudge:
             x1, y1 = int((x + bw) * cx_scale), int((y + bh) * cy_scale)
             # stroke networks under the core pixels (sampled on the core grid)
             ys, xs = np.nonzero(sub)
-            sy = np.minimum(((ys + y + 0.5) * cy_scale / sy_scale).astype(int), slabels.shape[0] - 1)
-            sx = np.minimum(((xs + x + 0.5) * cx_scale / sx_scale).astype(int), slabels.shape[1] - 1)
+            sy = np.minimum(((ys + y + 0.5) * cy_scale).astype(int), h - 1)
+            sx = np.minimum(((xs + x + 0.5) * cx_scale).astype(int), w - 1)
             touching = np.unique(slabels[sy, sx])
+            # a network may widen the crop by at most ``reach`` times the core's size per side: enough for
+            # a line drawing's outline, bounded where newspaper text and rules run on across the page
+            mx, my = self.reach * (x1 - x0), self.reach * (y1 - y0)
+            lx0, ly0, lx1, ly1 = x0 - mx, y0 - my, x1 + mx, y1 + my
             for j in touching[touching > 0]:
-                a, b, sw, sh, _ = sstats[j]
-                if sw * sh * sx_scale * sy_scale <= max(4 * (x1 - x0) * (y1 - y0), self.max_network * h * w):
-                    x0, y0 = min(x0, int(a * sx_scale)), min(y0, int(b * sy_scale))
-                    x1, y1 = max(x1, int((a + sw) * sx_scale)), max(y1, int((b + sh) * sy_scale))
-            # texture evidence of this core: its pixels and the area of its own (ungrown) box
-            boxes.append([*_grow_to_ink(ink, x0, y0, x1, y1, grow), int(sub.sum()), bw * bh])
-        boxes = _merge_overlapping(boxes)
-        min_side = _px(self.min_side_mm, dpi)
-        k2 = _px(2.0, dpi)
+                nx0, ny0, sw, sh, _ = sstats[j]
+                x0, y0 = int(max(lx0, min(x0, nx0))), int(max(ly0, min(y0, ny0)))
+                x1, y1 = int(min(lx1, max(x1, nx0 + sw))), int(min(ly1, max(y1, ny0 + sh)))
+            # the crop grows along strokes; the evidence (core box, core pixels, own score) stays the core's
+            own = evidence(x, y, x + bw, y + bh, int(sub.sum()))
+            boxes.append([*_grow_to_ink(ink, x0, y0, x1, y1, grow), x, y, x + bw, y + bh, int(sub.sum()), own])
+        # only cores that are pictures in their own right are cropped (and merged when their crops
+        # overlap); headlines and cuts below the threshold must not glue onto a neighbouring picture
+        kept = [b for b in boxes if b[9] >= self.merge_score * self.threshold]
+        groups = _merge_overlapping(kept) + [b for b in boxes if b[9] < self.merge_score * self.threshold]
         out: list[Region] = []
-        for x0, y0, x1, y1, core_px, core_box in boxes:
+        for x0, y0, x1, y1, cx0, cy0, cx1, cy1, core_px, best in groups:
             bw, bh = x1 - x0, y1 - y0
             area = bw * bh / float(h * w)
-            if bw < min_side or bh < min_side or area < self.min_area:
-                continue
-            cy0, cy1 = int(y0 / cy_scale), max(int(y0 / cy_scale) + 1, int(np.ceil(y1 / cy_scale)))
-            cx0, cx1 = int(x0 / cx_scale), max(int(x0 / cx_scale) + 1, int(np.ceil(x1 / cx_scale)))
-            fill = float(core[cy0:cy1, cx0:cx1].mean())
-            crop = ink[y0:y1, x0:x1]
-            inked = crop > 0.3
-            solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
-            aspect = max(bw / bh, bh / bw)
-            z = (
-                min(2.0, 1.5 * math.log(area / self.min_area))
-                - 3.0 * max(0.0, math.log(aspect / self.max_aspect))
-                + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)
-                - 6.0 * max(0.0, solid - self.solid_ref)
-            )
-            score = 1.0 / (1.0 + math.exp(-z))
-            out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, solid=solid, score=score))
+            # the strongest core decides; a crop below the minimum size is an ornament, never kept
+            score = best if area >= self.min_area and bw >= min_side and bh >= min_side else 0.0
+            fill = core_px / float((cx1 - cx0) * (cy1 - cy0))
+            out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, score=score))
         return out, dark
+
+    def _score(self, area: float, fill: float, solid: float, aspect: float) -> float:
+        """Log-linear evidence, squashed to 0..1; exactly 0.5 for a region at ``min_area``, ``fill_ref``,
+        ``solid_ref`` and ``max_aspect``. Bigger helps up to a point (+2), smaller hurts steeply."""
+        ratio = math.log(max(area, 1e-9) / self.min_area)
+        z = (
+            (min(2.0, 1.5 * ratio) if ratio > 0 else 4.0 * ratio)
+            - 3.0 * max(0.0, math.log(aspect / self.max_aspect))
+            + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)
+            - 6.0 * max(0.0, solid - self.solid_ref)
+        )
+        return 1.0 / (1.0 + math.exp(-z))
 
     def __call__(self, view: np.ndarray) -> Verdict:
         regions, _ = self.regions(view)

@@ -1,11 +1,10 @@
 import io
 from pathlib import Path
 
-import cv2
 import numpy as np
 import pymupdf
 import pytest
-from factories import engraving, pdf_from_images
+from factories import large_engraving, pdf_from_images
 from PIL import Image
 
 from pipeline.fit import MODES, SDXL_BUCKETS, STEP, Fit, TooSmall, encode_jpeg, fit, fit_square, parse_fit, render_scale
@@ -30,14 +29,6 @@ def test_encode_jpeg_uses_the_requested_quality() -> None:
         assert decoded.quantization == Image.open(reference).quantization
 
 
-def _picture(width: int, height: int, seed: int = 0) -> np.ndarray:
-    """A cheap picture of any size (factories.engraving's large blur takes seconds at several megapixels)."""
-    rng = np.random.default_rng(seed)
-    small = engraving(max(8, width // 8), max(8, height // 8), seed)
-    noise = rng.integers(0, 24, (height, width), dtype=np.uint8)
-    return cv2.resize(small, (width, height), interpolation=cv2.INTER_LINEAR) - noise
-
-
 @pytest.mark.parametrize(
     ("size", "bucket"),
     [
@@ -53,7 +44,7 @@ def _picture(width: int, height: int, seed: int = 0) -> np.ndarray:
 def test_bucket_mode_picks_the_closest_aspect_and_only_downscales(
     size: tuple[int, int], bucket: tuple[int, int]
 ) -> None:
-    fitted = fit(_picture(*size), Fit("bucket"))
+    fitted = fit(large_engraving(*size), Fit("bucket"))
     assert fitted.size == bucket
     assert fitted.original_size == size
     assert not fitted.upscaled and not fitted.undersized
@@ -64,7 +55,7 @@ def test_bucket_mode_picks_the_closest_aspect_and_only_downscales(
 
 
 def test_bucket_crop_is_centred_and_content_preserved() -> None:
-    image = _picture(2000, 1000, seed=3)  # aspect 2.0 → 1344×768 (1.75): scaled to 1536×768, width cropped
+    image = large_engraving(2000, 1000, seed=3)  # aspect 2.0 → 1344×768 (1.75): scaled to 1536×768, width cropped
     fitted = fit(image, Fit("bucket"))
     resized = Image.fromarray(image).resize((1536, 768), Image.Resampling.LANCZOS)
     expected = np.asarray(resized.crop((96, 0, 96 + 1344, 768)), dtype=np.int16)
@@ -73,42 +64,42 @@ def test_bucket_crop_is_centred_and_content_preserved() -> None:
 
 
 def test_small_images_are_not_upscaled_but_cropped_to_multiples_of_64() -> None:
-    fitted = fit(_picture(1000, 700), Fit("bucket"))  # nearest bucket 1216×832 would need ×1.19
+    fitted = fit(large_engraving(1000, 700), Fit("bucket"))  # nearest bucket 1216×832 would need ×1.19
     width, height = fitted.size
     assert fitted.undersized and not fitted.upscaled
     assert width <= 1000 and height <= 700
     assert width % STEP == 0 and height % STEP == 0
     assert abs(width / height - 1216 / 832) < 0.05
-    square = fit(_picture(800, 900), Fit("square"))
+    square = fit(large_engraving(800, 900), Fit("square"))
     assert square.size == (768, 768) and square.undersized and not square.upscaled
 
 
 def test_upscaling_happens_only_when_asked() -> None:
-    fitted = fit(_picture(800, 900), Fit("square", upscale=True))
+    fitted = fit(large_engraving(800, 900), Fit("square", upscale=True))
     assert fitted.size == (1024, 1024) and fitted.upscaled
-    assert fit(_picture(1000, 700), Fit("bucket", upscale=True)).size == (1216, 832)
+    assert fit(large_engraving(1000, 700), Fit("bucket", upscale=True)).size == (1216, 832)
 
 
 def test_square_mode_matches_the_article_when_the_image_is_large_enough() -> None:
-    image = _picture(1500, 1100)
+    image = large_engraving(1500, 1100)
     fitted = fit(image, Fit("square"))
     assert np.array_equal(np.asarray(fitted.image), np.asarray(fit_square(image, 1024)))
     assert not fitted.upscaled and not fitted.undersized
 
 
 def test_max_side_keeps_the_aspect_ratio_and_caps_the_longer_side() -> None:
-    fitted = fit(_picture(2400, 1000), Fit("max-side", 1600))
+    fitted = fit(large_engraving(2400, 1000), Fit("max-side", 1600))
     assert fitted.size == (1600, 667)
-    portrait = fit(_picture(900, 1800), Fit("max-side", 1600))
+    portrait = fit(large_engraving(900, 1800), Fit("max-side", 1600))
     assert portrait.size == (800, 1600)
-    small = fit(_picture(1200, 700), Fit("max-side", 1600))
+    small = fit(large_engraving(1200, 700), Fit("max-side", 1600))
     assert small.size == (1200, 700) and small.undersized and not small.upscaled
 
 
 def test_images_below_min_side_are_refused() -> None:
     with pytest.raises(TooSmall, match="511"):
-        fit(_picture(800, 511), Fit("bucket"))
-    assert fit(_picture(800, 512), Fit("bucket")).size[1] <= 512
+        fit(large_engraving(800, 511), Fit("bucket"))
+    assert fit(large_engraving(800, 512), Fit("bucket")).size[1] <= 512
     with pytest.raises(TooSmall):
         render_scale(2000, 300, Fit("bucket"))
 
@@ -117,7 +108,7 @@ def test_images_below_min_side_are_refused() -> None:
 def test_no_mode_upscales_by_default(mode: str) -> None:
     spec = Fit(mode)  # type: ignore[arg-type]
     for width, height in [(600, 600), (900, 1300), (3000, 900), (1100, 1100), (4000, 2500)]:
-        fitted = fit(_picture(width, height), spec)
+        fitted = fit(large_engraving(width, height), spec)
         assert fitted.size[0] <= width and fitted.size[1] <= height
         assert not fitted.upscaled
 
@@ -142,7 +133,7 @@ def test_parse_fit() -> None:
 def test_render_scale_renders_just_enough_for_the_target(mode: str, tmp_path: Path) -> None:
     """Render a real PDF region at the advised scale: the fit then only downscales (or not at all)."""
     spec = Fit(mode)  # type: ignore[arg-type]
-    pdf = pdf_from_images(tmp_path / "p.pdf", [_picture(900, 1200)], dpi=50)  # 1296×1728 px at zoom 1
+    pdf = pdf_from_images(tmp_path / "p.pdf", [large_engraving(900, 1200)], dpi=50)  # 1296×1728 px at zoom 1
     with pymupdf.open(pdf) as doc:
         page = doc[0]
         full_zoom = 4.0

@@ -1,0 +1,113 @@
+"""Captions and metadata that trainers load as they are: kohya sd-scripts ``.txt`` files, a Hugging Face
+``datasets`` imagefolder ``metadata.jsonl``, and an optional kohya ``dataset_config.toml``.
+
+A LoRA learns its trigger word from the captions, so every image gets one, built from a template
+(``--caption "an engraving in the style of vestnik mody, {source} page {page}"``) whose placeholders are:
+
+* ``{source}``: the PDF's stem (file name without ``.pdf``);
+* ``{page}``: the 1-based page number (format specs work: ``{page:04d}``);
+* ``{region}``: the 1-based region number when the judge's regions are written, empty for whole pages;
+* ``{trigger}``: the trigger word (``--trigger``), empty when none is given.
+
+Captions are comma-separated tags as kohya shuffles and drops them, so empty pieces left by an empty
+placeholder (``", , page 3"``) are removed and runs of white space collapsed to one space.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+PLACEHOLDERS = ("source", "page", "region", "trigger")
+DEFAULT_TEMPLATE = "{trigger}, {source} page {page}"
+METADATA = "metadata.jsonl"
+DATASET_CONFIG = "dataset_config.toml"
+CAPTION_EXTENSION = ".txt"
+
+
+class CaptionTemplate:
+    """A checked caption template; :meth:`caption` fills it for one image."""
+
+    def __init__(self, template: str = DEFAULT_TEMPLATE, trigger: str = "") -> None:
+        try:
+            fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+        except ValueError as exc:
+            raise ValueError(f"bad caption template {template!r}: {exc}") from None
+        unknown = [field or "{}" for field in fields if field not in PLACEHOLDERS]
+        if unknown:
+            known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
+            raise ValueError(f"unknown placeholder {{{unknown[0]}}} in caption template {template!r}; use {known}")
+        self.template = template
+        self.trigger = trigger.strip()
+        self.caption("source", 1, 1)  # format specs that cannot apply (e.g. {source:d}) fail now, not mid-run
+
+    def caption(self, source: str, page: int, region: int | None = None) -> str:
+        """The caption of page ``page`` of PDF stem ``source`` (region ``region``, ``None`` for the whole page)."""
+        try:
+            text = self.template.format(
+                source=source, page=page, region="" if region is None else region, trigger=self.trigger
+            )
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"bad caption template {self.template!r}: {exc}") from None
+        pieces = (re.sub(r"\s+", " ", piece).strip() for piece in text.split(","))
+        return ", ".join(piece for piece in pieces if piece)
+
+
+def caption_name(image_name: str) -> str:
+    """The kohya caption file next to an image: ``x_p0001.jpg`` → ``x_p0001.txt``."""
+    return str(PurePosixPath(image_name).with_suffix(CAPTION_EXTENSION))
+
+
+def metadata_line(
+    file_name: str,
+    text: str,
+    source: str,
+    page: int,
+    box: Sequence[float] | None = None,
+    score: float | None = None,
+) -> str:
+    """One ``metadata.jsonl`` line (with its newline) for ``datasets.load_dataset("imagefolder", data_dir=…)``.
+
+    ``file_name`` is the image's path relative to the metadata file, ``text`` its caption (the column
+    diffusers' training scripts read by default), ``box`` the region as page fractions or ``None``.
+    """
+    record = {
+        "file_name": file_name,
+        "text": text,
+        "source": source,
+        "page": page,
+        "box": None if box is None else [round(float(v), 4) for v in box],
+        "score": None if score is None else round(float(score), 4),
+    }
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def dataset_config_toml(image_dir: str = ".", resolution: int = 1024, num_repeats: int = 1) -> str:
+    """A kohya sd-scripts ``--dataset_config`` for the written images: buckets on, never upscaled.
+
+    Keys follow sd-scripts' ``docs/config_README``: bucketing options and ``resolution`` are dataset
+    options (here in ``[general]``), ``caption_extension`` and ``num_repeats`` subset options. Buckets step
+    by 64 like the fitted images, so images fitted in ``bucket`` mode pass through kohya's bucketing unchanged.
+    """
+    return (
+        "# kohya sd-scripts: train_network.py --dataset_config dataset_config.toml\n"
+        "# image_dir is resolved from the directory training is started in: point it at the extracted images.\n"
+        "[general]\n"
+        "enable_bucket = true\n"
+        "bucket_no_upscale = true\n"
+        "bucket_reso_steps = 64\n"
+        "min_bucket_reso = 256\n"
+        "max_bucket_reso = 2048\n"
+        f"resolution = {int(resolution)}\n"
+        f"caption_extension = {json.dumps(CAPTION_EXTENSION)}\n"
+        "\n"
+        "[[datasets]]\n"
+        "batch_size = 1\n"
+        "\n"
+        "  [[datasets.subsets]]\n"
+        f"  image_dir = {json.dumps(image_dir, ensure_ascii=False)}\n"
+        f"  num_repeats = {int(num_repeats)}\n"
+    )

@@ -1,0 +1,236 @@
+"""``report.html``: can a user tell in a minute whether the threshold is right?
+
+It shows the run's counts, a histogram of judge scores with the threshold marked, and thumbnails of the
+pages closest to the threshold on both sides. Everything is inline (SVG, base64 JPEG), so the file opens
+from the zip with no network and no other file. The counts and scores come from the manifest rows; the
+thumbnails from a :class:`Borderline` collector the orchestrator feeds page by page, which keeps only the
+``per_side`` pages nearest the threshold on each side, so its memory is bounded whatever the run's length.
+
+Manifest columns read (missing columns count as empty, so older manifests still report):
+``page``, ``kept``, ``score``, ``error``, ``outputs``, ``duplicates`` (``;``-separated ``name=original``
+for images dropped as duplicates) and ``too_small`` (``;``-separated names of images below ``min_side``).
+"""
+
+from __future__ import annotations
+
+import base64
+import heapq
+import html
+import io
+import itertools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from PIL import Image
+
+REPORT = "report.html"
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Judge scores binned so that the threshold falls on a bin edge: bars left of it were rejected."""
+
+    edges: list[float]
+    """``len(counts) + 1`` bin edges; bin ``i`` is ``[edges[i], edges[i + 1])``, the last one closed."""
+    counts: list[int]
+    threshold: float
+
+
+@dataclass(frozen=True)
+class Counts:
+    """What happened to the run's pages and images."""
+
+    pages: int
+    kept: int
+    """Pages with at least one image written."""
+    images: int
+    text: int
+    """Pages the judge rejected (no picture found)."""
+    duplicates: int
+    """Images dropped as duplicates of earlier ones."""
+    too_small: int
+    """Images dropped for a shorter side below ``min_side``."""
+    errors: int
+    """Rows with an error (a page that failed, or a file that could not be opened)."""
+
+
+@dataclass(frozen=True)
+class Thumbnail:
+    """A small JPEG of a page near the threshold."""
+
+    score: float
+    kept: bool
+    label: str
+    jpeg: bytes
+
+
+def histogram(scores: Iterable[float], threshold: float, bins: int = 30) -> Histogram:
+    """Bin ``scores`` into about ``bins`` equal bins spanning the scores and the threshold (the Space plots this)."""
+    values = np.asarray([s for s in scores if math.isfinite(s)], dtype=np.float64)
+    low = min(float(values.min()), threshold) if values.size else threshold - 1
+    high = max(float(values.max()), threshold) if values.size else threshold + 1
+    width = (high - low) / bins if high > low else 1.0
+    start = threshold - math.ceil((threshold - low) / width - 1e-9) * width
+    count = max(1, math.ceil((high - start) / width - 1e-9))
+    if start + count * width < high:  # rounding left the maximum out of the last bin
+        count += 1
+    edges = [start + i * width for i in range(count + 1)]
+    counts, _ = np.histogram(values, bins=np.asarray(edges))
+    return Histogram([round(e, 6) for e in edges], [int(c) for c in counts], threshold)
+
+
+def count(rows: Iterable[Mapping[str, str]]) -> Counts:
+    """Count manifest rows (``kept`` is ``true``/``false``; lists are ``;``-separated)."""
+    pages = kept = images = text = duplicates = too_small = errors = 0
+    for row in rows:
+        dups, small = _items(row.get("duplicates")), _items(row.get("too_small"))
+        pages += bool(row.get("page"))
+        errors += bool(row.get("error"))
+        kept += row.get("kept") == "true"
+        images += len(_items(row.get("outputs")))
+        duplicates += len(dups)
+        too_small += len(small)
+        text += bool(row.get("page")) and row.get("kept") != "true" and not row.get("error") and not dups and not small
+    return Counts(pages, kept, images, text, duplicates, too_small, errors)
+
+
+class Borderline:
+    """The ``per_side`` pages nearest the threshold on each side, as small JPEG thumbnails.
+
+    Call :meth:`offer` for every judged page; a thumbnail is made only when the page enters the set, so
+    the cost per page is a comparison, and memory is ``2 × per_side`` thumbnails of a few kB.
+    """
+
+    def __init__(self, threshold: float, per_side: int = 8, side: int = 200, quality: int = 70) -> None:
+        if per_side < 1:
+            raise ValueError(f"per_side must be at least 1, got {per_side}")
+        self.threshold, self.per_side, self.side, self.quality = threshold, per_side, side, quality
+        self._heaps: dict[bool, list[tuple[float, int, Thumbnail]]] = {False: [], True: []}
+        self._order = itertools.count()
+
+    def wants(self, score: float, kept: bool) -> bool:
+        """Whether a page with this score and verdict would enter the set."""
+        heap = self._heaps[kept]
+        return len(heap) < self.per_side or abs(score - self.threshold) < -heap[0][0]
+
+    def offer(self, score: float, kept: bool, label: str, view: np.ndarray | Image.Image) -> None:
+        """Consider a page: ``view`` is any rendering of it (the judge's view is enough), ``label`` its caption."""
+        if not math.isfinite(score) or not self.wants(score, kept):
+            return
+        entry = (-abs(score - self.threshold), next(self._order), Thumbnail(score, kept, label, self._jpeg(view)))
+        heap = self._heaps[kept]
+        if len(heap) < self.per_side:
+            heapq.heappush(heap, entry)
+        else:
+            heapq.heapreplace(heap, entry)
+
+    def thumbnails(self, kept: bool) -> list[Thumbnail]:
+        """The collected pages on one side, nearest the threshold first."""
+        return [entry[2] for entry in sorted(self._heaps[kept], key=lambda e: (-e[0], e[1]))]
+
+    def _jpeg(self, view: np.ndarray | Image.Image) -> bytes:
+        picture = Image.fromarray(view) if isinstance(view, np.ndarray) else view.copy()
+        picture.thumbnail((self.side, self.side), Image.Resampling.LANCZOS)
+        buffer = io.BytesIO()
+        (picture if picture.mode in ("L", "RGB") else picture.convert("RGB")).save(
+            buffer, format="JPEG", quality=self.quality
+        )
+        return buffer.getvalue()
+
+
+def histogram_svg(hist: Histogram, width: int = 640, height: int = 220) -> str:
+    """An inline SVG bar chart of ``hist``: rejected bins light, kept bins dark, the threshold a red line."""
+    left, right, top, bottom = 40, 10, 20, 30
+    plot_w, plot_h = width - left - right, height - top - bottom
+    low, high = hist.edges[0], hist.edges[-1]
+    tallest = max(max(hist.counts), 1)
+
+    def x(value: float) -> float:
+        return left + (value - low) / (high - low) * plot_w
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="histogram" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" role="img" aria-label="histogram of judge scores">',
+        f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#444"/>',
+    ]
+    for edge0, edge1, n in zip(hist.edges, hist.edges[1:], hist.counts, strict=False):
+        bar_h = n / tallest * plot_h
+        fill = "#334" if edge0 >= hist.threshold else "#bbc"
+        bar_w = max(x(edge1) - x(edge0) - 1, 1)
+        parts.append(
+            f'<rect class="bin" x="{x(edge0):.1f}" y="{top + plot_h - bar_h:.1f}" width="{bar_w:.1f}" '
+            f'height="{bar_h:.1f}" fill="{fill}"><title>{edge0:.4g}–{edge1:.4g}: {n}</title></rect>'
+        )
+    tx = x(hist.threshold)
+    parts += [
+        f'<line class="threshold" x1="{tx:.1f}" y1="{top - 8}" x2="{tx:.1f}" y2="{top + plot_h}" '
+        'stroke="#d00" stroke-width="2" stroke-dasharray="4 2"/>',
+        f'<text x="{tx + 4:.1f}" y="{top - 6}" fill="#d00" font-size="12">threshold {hist.threshold:g}</text>',
+        f'<text x="{left}" y="{height - 8}" font-size="11">{low:.4g}</text>',
+        f'<text x="{left + plot_w}" y="{height - 8}" font-size="11" text-anchor="end">{high:.4g}</text>',
+        f'<text x="{left - 4}" y="{top + 4}" font-size="11" text-anchor="end">{tallest}</text>',
+        f'<text x="{left - 4}" y="{top + plot_h}" font-size="11" text-anchor="end">0</text>',
+        "</svg>",
+    ]
+    return "\n".join(parts)
+
+
+def render_report(
+    rows: Iterable[Mapping[str, str]],
+    threshold: float,
+    borderline: Borderline | None = None,
+    title: str = "Dataset report",
+    judge: str = "",
+) -> str:
+    """The whole ``report.html`` from the manifest rows, the judge's threshold and the borderline collector."""
+    rows = list(rows)
+    counts = count(rows)
+    scores = [float(row["score"]) for row in rows if row.get("score")]
+    hist = histogram(scores, threshold)
+    judge_text = f"judge <b>{html.escape(judge)}</b>, " if judge else ""
+    table = "".join(
+        f"<tr><th>{html.escape(name)}</th><td>{value}</td></tr>"
+        for name, value in [
+            ("pages", counts.pages),
+            ("kept pages", counts.kept),
+            ("images written", counts.images),
+            ("dropped as text (judge)", counts.text),
+            ("images dropped as duplicates", counts.duplicates),
+            ("images dropped as too small", counts.too_small),
+            ("errors", counts.errors),
+        ]
+    )
+    sections = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}th{text-align:left;padding-right:1em}"
+        "figure{display:inline-block;margin:4px;text-align:center;font-size:12px;width:210px;vertical-align:top}"
+        "figure img{max-width:200px;max-height:200px;border:1px solid #ccc}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<table class='counts'>{table}</table>",
+        f"<h2>Judge scores</h2><p>{judge_text}threshold <b>{threshold:g}</b>: pages scoring above it were kept "
+        f"({len(scores)} scored pages).</p>",
+        histogram_svg(hist),
+    ]
+    if borderline is not None:
+        for kept, heading in ((False, "Rejected, nearest the threshold"), (True, "Kept, nearest the threshold")):
+            figures = "".join(_figure(thumb) for thumb in borderline.thumbnails(kept)) or "<p>none</p>"
+            sections.append(f"<h2>{heading}</h2><div class='{'kept' if kept else 'rejected'}'>{figures}</div>")
+    sections.append("</body></html>")
+    return "\n".join(sections) + "\n"
+
+
+def _figure(thumb: Thumbnail) -> str:
+    data = base64.b64encode(thumb.jpeg).decode("ascii")
+    label = html.escape(thumb.label)
+    return (
+        f'<figure><img class="thumbnail" alt="{label}" src="data:image/jpeg;base64,{data}">'
+        f"<figcaption>{label}<br>score {thumb.score:.4g}</figcaption></figure>"
+    )
+
+
+def _items(cell: str | None) -> list[str]:
+    return [item for item in (cell or "").split(";") if item]

@@ -1,0 +1,95 @@
+import base64
+import io
+import re
+
+import numpy as np
+import pytest
+from factories import engraving, text_page
+from PIL import Image
+
+from pipeline.report import Borderline, Counts, count, histogram, histogram_svg, render_report
+
+
+def _rows() -> list[dict[str, str]]:
+    rows = [
+        {"source": "a.pdf", "page": str(n), "kept": "true" if s > 45 else "false", "score": f"{s:.4f}"}
+        for n, s in enumerate([10.0, 20.0, 44.0, 46.0, 60.0, 80.0, 30.0], start=1)
+    ]
+    for row in rows:
+        row["outputs"] = f"a_p{int(row['page']):04d}.jpg" if row["kept"] == "true" else ""
+    rows[5] |= {"outputs": "a_p0006_r1.jpg", "duplicates": "a_p0006_r2.jpg=a_p0004.jpg"}
+    rows.append(
+        {"source": "b.pdf", "page": "1", "kept": "false", "score": "50.0", "duplicates": "b_p0001.jpg=a_p0005.jpg"}
+    )
+    rows.append({"source": "b.pdf", "page": "2", "kept": "false", "score": "55.0", "too_small": "b_p0002_r1.jpg"})
+    rows.append({"source": "b.pdf", "page": "3", "kept": "false", "score": "", "error": "page 3: boom"})
+    rows.append({"source": "c.pdf", "page": "", "kept": "false", "score": "", "error": "not a PDF"})
+    return rows
+
+
+def test_counts_follow_the_manifest() -> None:
+    assert count(_rows()) == Counts(pages=10, kept=3, images=3, text=4, duplicates=2, too_small=1, errors=2)
+
+
+def test_histogram_puts_the_threshold_on_a_bin_edge_and_counts_every_score() -> None:
+    scores = [1.0, 2.5, 7.0, 44.9, 45.0, 45.1, 99.0, 120.0]
+    hist = histogram(scores, threshold=45.0, bins=20)
+    assert sum(hist.counts) == len(scores)
+    assert len(hist.edges) == len(hist.counts) + 1
+    assert any(abs(edge - 45.0) < 1e-6 for edge in hist.edges)
+    assert hist.edges[0] <= 1.0 and hist.edges[-1] >= 120.0
+    assert 18 <= len(hist.counts) <= 22
+    below = sum(c for c, e in zip(hist.counts, hist.edges, strict=False) if e < 45.0 - 1e-6)
+    assert below == 4
+    assert histogram([], threshold=3.0).counts == [0] * len(histogram([], threshold=3.0).counts)
+    lone = histogram([5.0, 5.0], threshold=5.0)
+    assert sum(lone.counts) == 2
+
+
+def test_borderline_keeps_only_the_pages_nearest_the_threshold_on_each_side() -> None:
+    collector = Borderline(threshold=50.0, per_side=3, side=64)
+    view = text_page(200, 260)
+    rng = np.random.default_rng(0)
+    made = 0
+    for page, score in enumerate(rng.uniform(0, 100, 2000)):
+        kept = score > 50.0
+        made += collector.wants(score, kept)
+        collector.offer(score, kept, f"p{page}", view)
+    for kept in (False, True):
+        thumbs = collector.thumbnails(kept)
+        assert len(thumbs) == 3
+        assert all(t.kept == kept for t in thumbs)
+        distances = [abs(t.score - 50.0) for t in thumbs]
+        assert distances == sorted(distances) and max(distances) < 0.5
+        for thumb in thumbs:
+            with Image.open(io.BytesIO(thumb.jpeg)) as image:
+                assert image.format == "JPEG" and max(image.size) <= 64
+    assert made < 200  # thumbnails are made only for pages that enter the set
+
+
+def test_report_is_self_contained_with_histogram_threshold_counts_and_thumbnails() -> None:
+    collector = Borderline(threshold=45.0, per_side=2)
+    for row in _rows():
+        if row["score"]:
+            score = float(row["score"])
+            picture = engraving(120, 160, seed=int(row["page"])) if score > 45 else text_page(120, 160)
+            collector.offer(score, score > 45, f"{row['source']} p{row['page']}", picture)
+    text = render_report(_rows(), threshold=45.0, borderline=collector, title="vestnik <run>", judge="sigma")
+    assert text.startswith("<!DOCTYPE html>") and "vestnik &lt;run&gt;" in text
+    assert "<svg" in text and text.count('class="bin"') >= 10
+    assert re.search(r'<line class="threshold" x1="[\d.]+"', text) and "threshold 45" in text
+    assert re.search(r"dropped as text \(judge\)</th><td>4<", text)
+    assert re.search(r"dropped as duplicates</th><td>2<", text)
+    assert re.search(r"too small</th><td>1<", text)
+    images = re.findall(r'src="data:image/jpeg;base64,([A-Za-z0-9+/=]+)"', text)
+    assert len(images) == 4
+    assert all(base64.b64decode(data)[:2] == b"\xff\xd8" for data in images)
+    rejected, kept = text.split("Kept, nearest the threshold")
+    assert "a.pdf p3" in rejected and "a.pdf p4" in kept  # 44 and 46, either side of 45
+    assert "http" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")  # nothing to fetch
+
+
+def test_histogram_svg_marks_the_threshold_where_it_lies() -> None:
+    svg = histogram_svg(histogram([0.0, 100.0], threshold=25.0, bins=4), width=440, height=100)
+    x = float(re.search(r'class="threshold" x1="([\d.]+)"', svg).group(1))
+    assert x == pytest.approx(40 + 0.25 * 390, abs=1)

@@ -25,13 +25,13 @@ import numpy as np
 from PIL import Image
 
 DEFAULT_THRESHOLD = 8
-"""Largest phash Hamming distance (of 64 bits) still called a near duplicate, measured on 38 pictures (12 generated
-engravings, 8 generated text/mixed pages, 18 illustration crops from the real book scans) and 12 variants of each:
-rescaled ×0.5 or ×0.75, re-JPEGed at q40/q75, brightened, and the combination are 0–8 bits away (all caught at 8);
-shifted or cropped by 1 % ≤ 6 (all caught), by 2 % ≤ 10 (97 % caught), by 4 % ≤ 14 (about half caught).
-Different pictures: the closest pair is 10 bits apart (two panels of one Busch cartoon page), then 14
-(two generated text pages), 18 for real illustrations, 20 between generated engravings. 8 keeps a 2-bit margin
-below the closest different pair while catching every re-encoded or rescaled copy."""
+"""Largest phash Hamming distance (of 64 bits) still called a near duplicate, measured by
+``bench/phash_threshold.py`` on 38 pictures (12 generated engravings, 8 generated text/mixed pages, 18 illustration
+crops of the real book scans) and 12 variants of each: copies rescaled ×0.5 or ×0.75, re-JPEGed at q40/q75,
+brightened, or all combined are 0–6 bits away; shifted or cropped by 1 % ≤ 6 (all caught at 8), by 2 % ≤ 10
+(97 % caught), by 4 % ≤ 14 (about half caught). Different pictures: the closest pair is 10 bits apart (two panels
+of one Busch cartoon page), then 14 (generated text pages), 18 (real illustrations), 20 (generated engravings).
+8 catches every re-encoded or rescaled copy and keeps a 2-bit margin below the closest different pair."""
 
 _FINGERPRINT = re.compile(r"[0-9a-fA-F]{32}:[0-9a-fA-F]{16}")
 

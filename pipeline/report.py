@@ -44,7 +44,7 @@ class Counts:
 
     pages: int
     kept: int
-    """Pages with at least one image written."""
+    """Pages the judge kept (``kept`` = ``true``; some may have had all their images dropped as duplicates)."""
     images: int
     text: int
     """Pages the judge rejected (no picture found)."""
@@ -194,7 +194,7 @@ def render_report(
         f"<tr><th>{html.escape(name)}</th><td>{value}</td></tr>"
         for name, value in [
             ("pages", counts.pages),
-            ("kept pages", counts.kept),
+            ("pages kept by the judge", counts.kept),
             ("images written", counts.images),
             ("dropped as text (judge)", counts.text),
             ("images dropped as duplicates", counts.duplicates),

@@ -97,7 +97,8 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     """``1`` on straight vertical/horizontal ink runs longer than ``length`` (rules, frames, scan edges).
 
     Column rules and frames are the one kind of non-text ink that also fills every row of a window;
-    no stroke of a letter is that long, and a picture loses only a few strokes.
+    no stroke of a letter is that long, and a picture loses only a few strokes (and its solid blacks,
+    which are no texture either).
     """
     inkb = (ink > 0.5).astype(np.uint8)
     lines = cv2.morphologyEx(inkb, cv2.MORPH_OPEN, _rect(1, length))
@@ -107,16 +108,31 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
 
 
 def _grow_to_ink(ink: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) -> tuple[int, int, int, int]:
-    """Fit a box to the picture's ink: allow ``m`` px of growth (light outer strokes that the texture
-    core misses), then trim rows/columns at the edges that hold (almost) no ink."""
+    """Fit a box to the picture's ink: trim empty rows/columns at its edges, then grow each side by up
+    to ``m`` px over light outer strokes the texture core missed, stopping at the first empty line (the
+    white gutter that separates a picture from its caption and the text)."""
     h, w = ink.shape
-    x0, y0, x1, y1 = max(0, x0 - m), max(0, y0 - m), min(w, x1 + m), min(h, y1 + m)
-    win = ink[y0:y1, x0:x1] > 0.5
-    rows = np.flatnonzero(win.mean(axis=1) > 0.01)
-    cols = np.flatnonzero(win.mean(axis=0) > 0.01)
+    inked = ink > 0.5
+    win = inked[y0:y1, x0:x1]
+    rows = np.flatnonzero(win.any(axis=1))
+    cols = np.flatnonzero(win.any(axis=0))
     if rows.size and cols.size:
         x0, x1, y0, y1 = x0 + cols[0], x0 + cols[-1] + 1, y0 + rows[0], y0 + rows[-1] + 1
-    return x0, y0, x1, y1
+    for _ in range(m):
+        if x0 > 0 and inked[y0:y1, x0 - 1].any():
+            x0 -= 1
+        elif y0 > 0 and inked[y0 - 1, x0:x1].any():
+            y0 -= 1
+        else:
+            break
+    for _ in range(m):
+        if x1 < w and inked[y0:y1, x1].any():
+            x1 += 1
+        elif y1 < h and inked[y1, x0:x1].any():
+            y1 += 1
+        else:
+            break
+    return int(x0), int(y0), int(x1), int(y1)
 
 
 def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
@@ -167,7 +183,7 @@ class StructureJudge:
     pitch_mm: float = 7.0
     core_density: float = 0.15
     fill_ref: float = 0.3
-    solid_ref: float = 0.5
+    solid_ref: float = 0.4
     min_side_mm: float = 15.0
     line_mm: float = 15.0
     hatch_mm: float = 1.0
@@ -176,6 +192,7 @@ class StructureJudge:
     stroke_gap_mm: float = 1.0
     reach: float = 1.0
     merge_score: float = 0.25
+    variety_ref: float = 0.35
     row_ratio: float = 0.5
     ink_lo: float = 0.25
     ink_hi: float = 0.75
@@ -233,6 +250,7 @@ class StructureJudge:
         grow = _px(self.grow_mm, dpi)
         min_side = _px(self.min_side_mm, dpi)
         k2 = _px(2.0, dpi)
+        rim_x, rim_y = _px(self.span_mm / 2, cdpi), _px(self.pitch_mm / 2, cdpi)
 
         def evidence(bx0: int, by0: int, bx1: int, by1: int, core_px: int) -> float:
             """Score of a textured area given by its box on the core grid and its core pixel count."""
@@ -241,7 +259,14 @@ class StructureJudge:
             crop = ink[int(by0 * cy_scale) : int(by1 * cy_scale), int(bx0 * cx_scale) : int(bx1 * cx_scale)]
             inked = crop > 0.3
             solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
-            return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw))
+            # variety: share of the area with a sharp ink edge nearby (hatching, dots, contours); uniform
+            # grey patches and solid blocks of test targets have edges only at their borders
+            gx = cv2.Sobel(crop, cv2.CV_32F, 1, 0, ksize=3)
+            gy = cv2.Sobel(crop, cv2.CV_32F, 0, 1, ksize=3)
+            edges = ((np.abs(gx) + np.abs(gy)) > 1.0).astype(np.uint8)
+            edges = cv2.dilate(edges, _rect(k2, k2))
+            variety = float(edges.mean()) if edges.size else 0.0
+            return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw), variety)
 
         boxes: list[list[float]] = []
         for i in range(1, n):
@@ -249,8 +274,10 @@ class StructureJudge:
             sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
             x0, y0 = int(x * cx_scale), int(y * cy_scale)
             x1, y1 = int((x + bw) * cx_scale), int((y + bh) * cy_scale)
-            # stroke networks under the core pixels (sampled on the core grid)
-            ys, xs = np.nonzero(sub)
+            # stroke networks under the core pixels (sampled on the core grid), away from the core's rim:
+            # the window footprint overshoots the picture by up to half a window into its neighbours
+            inner = cv2.erode(sub.astype(np.uint8), _rect(2 * rim_x + 1, 2 * rim_y + 1))
+            ys, xs = np.nonzero(inner if inner.any() else sub)
             sy = np.minimum(((ys + y + 0.5) * cy_scale).astype(int), h - 1)
             sx = np.minimum(((xs + x + 0.5) * cx_scale).astype(int), w - 1)
             touching = np.unique(slabels[sy, sx])
@@ -279,15 +306,16 @@ class StructureJudge:
             out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, score=score))
         return out, dark
 
-    def _score(self, area: float, fill: float, solid: float, aspect: float) -> float:
+    def _score(self, area: float, fill: float, solid: float, aspect: float, variety: float = 1.0) -> float:
         """Log-linear evidence, squashed to 0..1; exactly 0.5 for a region at ``min_area``, ``fill_ref``,
         ``solid_ref`` and ``max_aspect``. Bigger helps up to a point (+2), smaller hurts steeply."""
         ratio = math.log(max(area, 1e-9) / self.min_area)
         z = (
-            (min(2.0, 1.5 * ratio) if ratio > 0 else 4.0 * ratio)
+            (min(1.5, 1.5 * ratio) if ratio > 0 else 4.0 * ratio)
             - 3.0 * max(0.0, math.log(aspect / self.max_aspect))
             + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)
-            - 6.0 * max(0.0, solid - self.solid_ref)
+            - 10.0 * max(0.0, solid - self.solid_ref)
+            - 8.0 * max(0.0, math.log(self.variety_ref / max(variety, 1e-3)))
         )
         return 1.0 / (1.0 + math.exp(-z))
 

@@ -1,0 +1,332 @@
+"""The structure judge on pages drawn here, at the judge's own view scale (72 dpi x zoom).
+
+Each generator imitates one kind of printed matter from first principles: text is small glyphs in lines
+(book or newspaper leading), engravings are hatching whose density follows a smooth shade, halftones are
+dot screens, microfilm targets are big glyphs, bars and grey patches.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
+from pipeline.judges.structure import StructureJudge
+
+PAPER, INK = 235, 25
+A4 = (842, 595)  # h, w at 72 dpi
+OCTAVO = (620, 400)
+LETTERS = "abcdefghijklmnopqrstuvwxyzäöüABCDEFGHIJKLMNOPRSTUVW"
+
+
+def paper(shape: tuple[int, int], tone: int = PAPER, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.clip(tone + rng.normal(0, 3, shape), 0, 255).astype(np.uint8)
+
+
+def text_block(img: np.ndarray, box: tuple[int, int, int, int], pitch: int, scale: float, seed: int = 0) -> None:
+    """Lines of random words (Hershey glyphs) inside ``box``; ``pitch`` = line pitch in px."""
+    rng = np.random.default_rng(seed)
+    x0, y0, x1, y1 = box
+    y = y0 + pitch
+    while y <= y1:
+        x = x0
+        while True:
+            word = "".join(rng.choice(list(LETTERS), int(rng.integers(2, 9))))
+            (tw, _), _ = cv2.getTextSize(word, cv2.FONT_HERSHEY_SIMPLEX, scale, 1)
+            if x + tw > x1:
+                break
+            cv2.putText(img, word, (x, y), cv2.FONT_HERSHEY_SIMPLEX, scale, INK, 1, cv2.LINE_AA)
+            x += tw + int(scale * 12)
+        y += pitch
+
+
+def shade(shape: tuple[int, int], seed: int) -> np.ndarray:
+    """A smooth random shade in [0, 1] (the tones of a drawn scene)."""
+    rng = np.random.default_rng(seed)
+    small = rng.random((max(2, shape[0] // 25), max(2, shape[1] // 25))).astype(np.float32)
+    return cv2.GaussianBlur(cv2.resize(small, shape[::-1], interpolation=cv2.INTER_CUBIC), (0, 0), 3).clip(0, 1)
+
+
+def engraving(img: np.ndarray, box: tuple[int, int, int, int], seed: int = 0, frame: bool = True) -> None:
+    """Hatching (pitch ~1 mm) whose line weight follows a shade, in two directions, plus contours."""
+    x0, y0, x1, y1 = box
+    h, w = y1 - y0, x1 - x0
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    tone = shade((h, w), seed)
+    hatch1 = 0.5 + 0.5 * np.sin(2 * np.pi * (xx * 0.8 + yy * 0.6) / 3.0)
+    hatch2 = 0.5 + 0.5 * np.sin(2 * np.pi * (xx * 0.3 - yy * 0.95) / 3.5)
+    ink = (hatch1 < tone * 0.9) | ((hatch2 < tone - 0.45) & (tone > 0.45))
+    region = img[y0:y1, x0:x1]
+    region[ink] = INK
+    levels = (tone * 6).astype(np.uint8)
+    edges = cv2.morphologyEx(levels, cv2.MORPH_GRADIENT, np.ones((2, 2), np.uint8)) > 0
+    region[edges] = INK
+    if frame:
+        cv2.rectangle(img, (x0, y0), (x1 - 1, y1 - 1), INK, 1)
+
+
+def halftone(img: np.ndarray, box: tuple[int, int, int, int], lpi: float = 50, seed: int = 0) -> None:
+    """A newspaper halftone as the judge's view sees it: a dot screen (``lpi`` lines per inch, dot area =
+    tone, tones 20..85 % since photos are rarely paper-white) printed at 288 dpi, then rendered down to
+    the view's 72 dpi, where a 50-lpi screen is barely resolved."""
+    x0, y0, x1, y1 = box
+    f = 4
+    hh, ww = (y1 - y0) * f, (x1 - x0) * f
+    tone = 0.2 + 0.65 * shade((hh, ww), seed)
+    period = 72 * f / lpi
+    fine = np.full((hh, ww), PAPER, np.uint8)
+    for cy in np.arange(period / 2, hh, period):
+        for cx in np.arange(period / 2, ww, period):
+            r = period * np.sqrt(tone[int(cy), int(cx)] / np.pi)
+            cv2.circle(fine, (int(cx * 16), int(cy * 16)), int(r * 16), INK, -1, cv2.LINE_AA, shift=4)
+    img[y0:y1, x0:x1] = cv2.resize(fine, (x1 - x0, y1 - y0), interpolation=cv2.INTER_AREA)
+
+
+def continuous_photo(img: np.ndarray, box: tuple[int, int, int, int], seed: int = 0) -> None:
+    """A fine-screen halftone as a low-res render sees it: grey tones (15..85 %) with the scene's own
+    fine detail (foliage, fabric, edges), which a real photograph always has."""
+    x0, y0, x1, y1 = box
+    rng = np.random.default_rng(seed)
+    detail = cv2.GaussianBlur(rng.normal(0, 0.25, (y1 - y0, x1 - x0)).astype(np.float32), (0, 0), 0.8)
+    tone = (0.15 + 0.7 * shade((y1 - y0, x1 - x0), seed) + detail).clip(0, 1)
+    img[y0:y1, x0:x1] = (PAPER - tone * (PAPER - INK)).astype(np.uint8)
+
+
+def book_page(seed: int = 0, shape: tuple[int, int] = OCTAVO) -> np.ndarray:
+    h, w = shape
+    img = paper(shape, seed=seed)
+    text_block(img, (40, 40, w - 40, h - 40), pitch=14, scale=0.38, seed=seed)
+    return img
+
+
+def newspaper_page(seed: int = 0, columns: int = 6, shape: tuple[int, int] = (1300, 950)) -> np.ndarray:
+    """Small type at tight leading in columns separated by rules, a masthead and headlines."""
+    h, w = shape
+    img = paper(shape, tone=215, seed=seed)
+    cv2.putText(img, "The Evening Gazette", (180, 80), cv2.FONT_HERSHEY_COMPLEX, 2.0, INK, 4, cv2.LINE_AA)
+    cv2.line(img, (20, 100), (w - 20, 100), INK, 2)
+    col = (w - 40) // columns
+    for c in range(columns):
+        cx0 = 20 + c * col
+        cv2.putText(img, "LATE NEWS", (cx0 + 10, 130), cv2.FONT_HERSHEY_DUPLEX, 0.7, INK, 2, cv2.LINE_AA)
+        text_block(img, (cx0 + 6, 140, cx0 + col - 6, h - 20), pitch=8, scale=0.27, seed=seed + c)
+        if c:
+            cv2.line(img, (cx0, 110), (cx0, h - 20), INK, 1)
+    return img
+
+
+def iou(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    inter = ix * iy
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def frac(box: tuple[int, int, int, int], shape: tuple[int, int]) -> tuple[float, float, float, float]:
+    h, w = shape
+    return (box[0] / w, box[1] / h, box[2] / w, box[3] / h)
+
+
+@pytest.fixture
+def judge() -> StructureJudge:
+    return StructureJudge()
+
+
+# --- the interface -----------------------------------------------------------------------------------
+
+
+def test_registered_as_default_with_documented_defaults() -> None:
+    assert DEFAULT_JUDGE == "structure" and "structure" in JUDGES and "sigma" in JUDGES
+    j = make_judge()
+    assert isinstance(j, StructureJudge)
+    assert (j.name, j.colorspace, j.zoom, j.threshold, j.min_area) == ("structure", "gray", 1.0, 0.5, 0.02)
+    assert make_judge("structure", threshold=0.9).threshold == 0.9
+
+
+def test_rgb_view_gives_the_same_verdict_as_gray(judge: StructureJudge) -> None:
+    img = book_page(seed=3)
+    engraving(img, (60, 60, 340, 300), seed=3)
+    rgb = cv2.cvtColor(img, cv2.COLOR_GRAY2RGB)
+    assert judge(rgb) == judge(img)
+
+
+# --- text is rejected --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_book_text_page_is_rejected(judge: StructureJudge, seed: int) -> None:
+    v = judge(book_page(seed=seed))
+    assert not v.keep and v.score < 0.2 and v.boxes == ()
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_newspaper_text_page_with_rules_and_headlines_is_rejected(judge: StructureJudge, seed: int) -> None:
+    v = judge(newspaper_page(seed=seed))
+    assert not v.keep and v.score < 0.3
+
+
+def test_bold_dense_text_is_rejected(judge: StructureJudge) -> None:
+    img = paper(A4)
+    h, _w = A4
+    for c in range(2):
+        text_block(img, (30 + c * 280, 40, 30 + c * 280 + 260, h - 40), pitch=11, scale=0.36, seed=c)
+    bold = cv2.erode(img, np.ones((2, 2), np.uint8))  # heavy inking: thick strokes, narrow leading
+    assert not judge(bold).keep
+
+
+# --- pictures are kept, tightly boxed ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_mixed_page_keeps_the_engraving_with_a_tight_box(judge: StructureJudge, seed: int) -> None:
+    h, w = OCTAVO
+    img = paper(OCTAVO, seed=seed)
+    pic = (45, 60, 355, 330)
+    engraving(img, pic, seed=seed)
+    text_block(img, (40, 350, w - 40, h - 40), pitch=14, scale=0.38, seed=seed)
+    v = judge(img)
+    assert v.keep and v.score > 0.8
+    assert len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
+
+
+def test_unframed_engraving_in_a_newspaper_is_found_and_boxed(judge: StructureJudge) -> None:
+    img = newspaper_page(seed=5)
+    pic = (330, 200, 650, 520)
+    img[pic[1] - 10 : pic[3] + 10, pic[0] - 10 : pic[2] + 10] = 215  # the cut replaces two columns' text
+    engraving(img, pic, seed=5, frame=False)
+    v = judge(img)
+    assert v.keep
+    best = max(iou(b, frac(pic, img.shape)) for b in v.boxes)
+    assert best > 0.7
+
+
+def test_two_pictures_give_two_boxes(judge: StructureJudge) -> None:
+    _h, _w = A4
+    img = paper(A4)
+    top, bottom = (50, 40, 545, 330), (50, 480, 545, 790)
+    engraving(img, top, seed=1)
+    engraving(img, bottom, seed=2)
+    text_block(img, (50, 360, 545, 450), pitch=14, scale=0.38)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 2
+    assert iou(v.boxes[0], frac(top, A4)) > 0.8 and iou(v.boxes[1], frac(bottom, A4)) > 0.8
+
+
+def test_halftone_dot_screen_is_kept(judge: StructureJudge) -> None:
+    img = book_page(seed=2, shape=A4)
+    pic = (60, 120, 530, 520)
+    halftone(img, pic, seed=2)
+    v = judge(img)
+    assert v.keep and max(iou(b, frac(pic, A4)) for b in v.boxes) > 0.8
+
+
+def test_fine_screen_photo_rendered_as_grey_tones_is_kept(judge: StructureJudge) -> None:
+    img = book_page(seed=4, shape=A4)
+    pic = (60, 120, 530, 520)
+    continuous_photo(img, pic, seed=4)
+    v = judge(img)
+    assert v.keep and max(iou(b, frac(pic, A4)) for b in v.boxes) > 0.7
+
+
+# --- scan conditions ---------------------------------------------------------------------------------
+
+
+def test_binarized_1bit_scan_behaves_like_the_grey_one(judge: StructureJudge) -> None:
+    img = paper(OCTAVO)
+    engraving(img, (45, 60, 355, 330), seed=7)
+    text_block(img, (40, 350, 360, 580), pitch=14, scale=0.38, seed=7)
+    binary = np.where(img < 128, 0, 255).astype(np.uint8)
+    assert judge(binary).keep
+    assert not judge(np.where(book_page(seed=7) < 128, 0, 255).astype(np.uint8)).keep
+
+
+def test_toned_low_contrast_paper(judge: StructureJudge) -> None:
+    img = paper(OCTAVO, tone=190)
+    engraving(img, (45, 60, 355, 330), seed=8)
+    text_block(img, (40, 350, 360, 580), pitch=14, scale=0.38, seed=8)
+    faded = (img.astype(np.float32) * 0.5 + 70).astype(np.uint8)  # ink ~80, paper ~165
+    assert judge(faded).keep
+    text_only = (book_page(seed=8).astype(np.float32) * 0.5 + 70).astype(np.uint8)
+    assert not judge(text_only).keep
+
+
+def test_blank_pages(judge: StructureJudge) -> None:
+    for img in (paper(A4), np.full(A4, 255, np.uint8), np.zeros(A4, np.uint8), paper(A4, tone=120, seed=3)):
+        v = judge(img)
+        assert not v.keep and v.score == 0.0 and v.boxes == ()
+
+
+@pytest.mark.parametrize("width", [8, 25, 60])
+def test_dark_scanner_borders_are_not_pictures(judge: StructureJudge, width: int) -> None:
+    text = book_page(seed=1, shape=A4)
+    bordered = text.copy()
+    bordered[:, :width] = 10
+    bordered[:, -width // 2 :] = 20
+    bordered[-width:, :] = 15
+    assert not judge(bordered).keep
+
+
+def test_dark_border_does_not_widen_the_picture_box(judge: StructureJudge) -> None:
+    img = paper(OCTAVO)
+    pic = (45, 60, 355, 330)
+    engraving(img, pic, seed=9)
+    text_block(img, (40, 350, 360, 580), pitch=14, scale=0.38, seed=9)
+    img[:, :20] = 10
+    v = judge(img)
+    assert v.keep and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
+
+
+# --- microfilm targets -------------------------------------------------------------------------------
+
+
+def test_negative_target_card_white_letters_on_black_is_rejected(judge: StructureJudge) -> None:
+    h, w = 640, 880
+    img = np.full((h, w), 20, np.uint8)
+    for i, line in enumerate(["VOLUME", "TIGHTLY BOUND", "BEST COPY", "AVAILABLE"]):
+        cv2.putText(img, line, (150, 150 + i * 120), cv2.FONT_HERSHEY_SIMPLEX, 2.5, 225, 7)
+    assert not judge(img).keep
+
+
+def test_positive_target_card_big_letters_bars_and_grey_steps_is_rejected(judge: StructureJudge) -> None:
+    h, w = 640, 880
+    img = paper((h, w), tone=240)
+    cv2.putText(img, "START", (250, 140), cv2.FONT_HERSHEY_SIMPLEX, 4.0, INK, 14)
+    cv2.putText(img, "REEL 12", (230, 560), cv2.FONT_HERSHEY_SIMPLEX, 3.0, INK, 10)
+    for g in range(8):  # grey step wedge
+        img[200:420, 60 + g * 40 : 100 + g * 40] = 240 - g * 28
+    for k, bar in enumerate((2, 3, 4, 6)):  # resolution test bars of decreasing frequency
+        x = 450 + k * 100
+        for i in range(5):
+            img[220:300, x + 2 * i * bar : x + (2 * i + 1) * bar] = INK
+            img[320 + 2 * i * bar : 320 + (2 * i + 1) * bar, x : x + 80] = INK
+    cv2.rectangle(img, (650, 420), (820, 500), INK, -1)  # a solid black patch
+    assert not judge(img).keep
+
+
+# --- parameters --------------------------------------------------------------------------------------
+
+
+def test_min_area_drops_small_ornaments_and_is_adjustable() -> None:
+    img = book_page(seed=6, shape=A4)
+    orn = (250, 380, 330, 450)  # a vignette, ~1.1 % of the page
+    img[orn[1] - 8 : orn[3] + 8, orn[0] - 8 : orn[2] + 8] = PAPER
+    engraving(img, orn, seed=6)
+    assert not StructureJudge()(img).keep
+    small = StructureJudge(min_area=0.005)(img)
+    assert small.keep and iou(small.boxes[0], frac(orn, A4)) > 0.6
+
+
+def test_score_is_monotone_in_picture_size_and_threshold_moves_the_decision() -> None:
+    scores = []
+    for side in (60, 90, 140, 220):
+        img = paper(A4)
+        engraving(img, (100, 100, 100 + side, 100 + side), seed=side)
+        scores.append(StructureJudge()(img).score)
+    assert scores == sorted(scores) and scores[0] >= 0.0 and scores[-1] <= 1.0
+    assert scores[0] < 0.5 < scores[-1]
+    img = paper(A4)
+    engraving(img, (100, 100, 320, 320), seed=1)
+    s = StructureJudge()(img).score
+    assert StructureJudge(threshold=s - 0.01)(img).keep and not StructureJudge(threshold=s + 0.01)(img).keep

@@ -4,18 +4,27 @@ Principle (from how historical print is made):
 
 * **Text** is small marks set in lines. Along any horizontal span of a few millimetres the ink comes in
   bands (the lines) separated by near-white rows (the leading), so *some* row in every window a line
-  pitch tall is almost empty.
+  pitch tall is (nearly) empty.
 * **Pictures** (engravings, woodcuts, line cartoons, halftones) are 2-D texture: hatching, stippling or
-  screen dots put ink into *every* row of a window over a large area.
-* **Rules, frames and scanner edges** are thin, **microfilm targets** are solid black cards or big
-  glyphs and uniform test patches: thin things vanish under a morphological opening, solid things are
-  caught by their solid-black fraction, and pages that are mostly dark (negative cards) are refused.
+  screen dots put ink into *every* row of such a window, over a large area.
+* **Rules, frames and scanner edges** are long straight runs and are removed before measuring;
+  **microfilm targets** are negative (mostly dark) cards, refused outright, or big glyphs, solid blocks
+  and uniform grey patches, which have little fine variety and much solid black.
 
 So the judge measures, at every pixel, the *minimum over a window one text line pitch tall of the ink
-density along a short horizontal span* ("row-minimum density"). It is ~0 inside text and high inside
-pictures. Pixels where it is high form picture cores; cores are cleaned (opened), merged (closed) into
-regions, and each region gets a score. All sizes are physical (millimetres at the view's nominal dpi),
-chosen from print conventions, so the same numbers apply to books and newspapers.
+density along a short horizontal span* ("row-minimum density"); it is ~0 in text and high in pictures.
+Where it is high (and no row of the window is much lighter than the darkest) lie picture *cores*. Cores
+are opened (thin strips go), closed into regions, and each region is scored from its own evidence:
+size, texture fill, solid-black share, aspect and edge variety. The crop then grows from the core along
+the picture's connected strokes (a line drawing's outline), within a bounded reach, and stops at the
+white gutter around it. All sizes are physical (millimetres at the view's nominal dpi), chosen from print
+conventions, so the same numbers serve books and newspapers.
+
+Score: ``sigmoid(z)`` of a log-linear sum of those terms, written so that a region exactly at the
+reference values (``min_area``, ``fill_ref``, ``solid_ref``, ``max_aspect``, ``variety_ref``) scores 0.5;
+the page score is its best region's. One threshold (0.5) therefore means "a picture at least this big
+and this textured" for any page. On ``../shared/data`` (bench/eval_purity.py) illustrations score
+0.62..0.99, text pages and targets at most 0.44.
 """
 
 from __future__ import annotations
@@ -107,12 +116,11 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     return cv2.dilate(lines, _rect(3, 3)).astype(np.float32)
 
 
-def _grow_to_ink(ink: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) -> tuple[int, int, int, int]:
+def _grow_to_ink(inked: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) -> tuple[int, int, int, int]:
     """Fit a box to the picture's ink: trim empty rows/columns at its edges, then grow each side by up
     to ``m`` px over light outer strokes the texture core missed, stopping at the first empty line (the
     white gutter that separates a picture from its caption and the text)."""
-    h, w = ink.shape
-    inked = ink > 0.5
+    h, w = inked.shape
     win = inked[y0:y1, x0:x1]
     rows = np.flatnonzero(win.any(axis=1))
     cols = np.flatnonzero(win.any(axis=0))
@@ -161,17 +169,35 @@ def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
 class StructureJudge:
     """Keep pages holding a picture region; return its tight box(es). Pure function of the view.
 
-    Parameters (physical sizes assume the view's nominal dpi ``72 * zoom``):
+    Parameters (physical sizes assume the view's nominal dpi ``72 * zoom``; defaults from print):
 
-    * ``threshold`` -- on ``score`` (0..1, 0.5 = a region exactly at every reference value below).
-    * ``min_area`` -- smallest picture worth keeping, as a fraction of the page (default 0.02: a 2 %
-      cut is ~9x9 cm on a newspaper, ~4x4 cm on an octavo page; smaller are ornaments and initials).
-    * ``span_mm`` / ``pitch_mm`` -- horizontal span and vertical window of the row-minimum density.
-      The window must exceed a text line pitch (6pt newspaper ~2.5 mm, 12pt book ~5.5 mm) so it
-      always contains a gap between lines: 7 mm.
-    * ``core_density`` -- row-minimum density above which a pixel is picture texture (0.15: the
-      leading between text lines stays below ~0.05, hatching and screens lie far above).
-    * ``fill_ref`` -- fraction of a region's box that is picture texture at score 0.5.
+    * ``threshold`` -- on ``score`` in 0..1; 0.5 = a region exactly at the reference values below.
+    * ``min_area`` -- smallest picture worth keeping, as a fraction of the page (0.02: ~9x9 cm on a
+      newspaper, ~4x4 cm on an octavo page; smaller ones are vignettes, initials, ad cuts). Regions
+      below it are never returned and score 0.
+    * ``span_mm`` / ``pitch_mm`` -- horizontal span (6 mm, a few letters) and vertical window of the
+      row-minimum density; the window exceeds any body-text line pitch (6pt agate ~2.3 mm, 12pt book
+      ~5.5 mm), so it always holds a gap between lines: 7 mm.
+    * ``hatch_mm`` -- vertical blur (1 mm) that merges hatching and screens (pitch < 1 mm) but not lines
+      of text (pitch >= 2.2 mm).
+    * ``core_density`` (0.15) / ``row_ratio`` (0.5) -- the lightest row of a core pixel.s window must hold
+      >= 15 % ink and >= half the darkest row's ink: leading between lines holds ~0-5 %.
+    * ``fill_ref`` (0.3) -- share of a region's box that is core at score 0.5 (pictures 0.3-0.8, stray
+      cores in dense text 0.1-0.25).
+    * ``solid_ref`` (0.4) -- share of the inked area that is solid black beyond which a region looks
+      like a card, bar or masthead rather than a picture (pictures measure 0.05-0.3).
+    * ``variety_ref`` (0.35) -- share of the region near a sharp ink edge below which it looks like a
+      uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05).
+    * ``max_aspect`` (4) -- longer/shorter side beyond which a region looks like a headline or rule.
+    * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring.
+    * ``min_side_mm`` (15) -- a crop narrower than this is not a picture.
+    * ``merge_mm`` (8) -- cores closer than this are one region (a picture's light parts between).
+    * ``stroke_gap_mm`` (1), ``reach`` (1.0), ``grow_mm`` (3) -- crops grow along stroke networks
+      touching a core, by at most ``reach`` x the core's size per side, then by up to ``grow_mm`` of
+      adjacent ink, stopping at the first empty row/column (the gutter).
+    * ``merge_score`` (0.25) -- cores scoring at least this x ``threshold`` are merged into one crop
+      when their crops overlap; weaker ones (headlines, ad cuts) never glue onto a picture.
+    * ``ink_lo`` / ``ink_hi`` -- local contrast mapped to ink 0..1 (paper grain and bleed-through are 0).
     """
 
     threshold: float = 0.5
@@ -217,11 +243,7 @@ class StructureJudge:
             return [], dark
         ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
         ink[border_mask(gray)] = 0.0
-        # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
-        # its textured core (hatching, shading); that network tells how far to grow the crop
-        g = _px(self.stroke_gap_mm, dpi)
-        strokes = cv2.dilate((ink > 0.3).astype(np.uint8), _rect(g, g))
-        _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
+        raw = ink > 0.3
         ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
         # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
         f = 3
@@ -268,8 +290,17 @@ class StructureJudge:
             variety = float(edges.mean()) if edges.size else 0.0
             return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw), variety)
 
+        inked = ink > 0.5
+        # too small to matter even as a piece of a picture (the score would be < 0.15)
+        candidates = [i for i in range(1, n) if stats[i][2] * stats[i][3] >= self.min_area / 4 * wf * hf]
+        if candidates:
+            # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
+            # its textured core (hatching, shading); that network tells how far to grow the crop
+            g = _px(self.stroke_gap_mm, dpi)
+            strokes = cv2.dilate(raw.astype(np.uint8), _rect(g, g))
+            _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
         boxes: list[list[float]] = []
-        for i in range(1, n):
+        for i in candidates:
             x, y, bw, bh, _a = stats[i]
             sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
             x0, y0 = int(x * cx_scale), int(y * cy_scale)
@@ -291,7 +322,7 @@ class StructureJudge:
                 x1, y1 = int(min(lx1, max(x1, nx0 + sw))), int(min(ly1, max(y1, ny0 + sh)))
             # the crop grows along strokes; the evidence (core box, core pixels, own score) stays the core's
             own = evidence(x, y, x + bw, y + bh, int(sub.sum()))
-            boxes.append([*_grow_to_ink(ink, x0, y0, x1, y1, grow), x, y, x + bw, y + bh, int(sub.sum()), own])
+            boxes.append([*_grow_to_ink(inked, x0, y0, x1, y1, grow), x, y, x + bw, y + bh, int(sub.sum()), own])
         # only cores that are pictures in their own right are cropped (and merged when their crops
         # overlap); headlines and cuts below the threshold must not glue onto a neighbouring picture
         kept = [b for b in boxes if b[9] >= self.merge_score * self.threshold]

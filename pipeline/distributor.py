@@ -10,34 +10,82 @@ from __future__ import annotations
 
 import multiprocessing
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
 
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
-from pipeline.worker import PageResult, Task, process_task
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-def run_tasks(
-    tasks: Iterable[Task], options: Options, workers: int, tasks_per_worker: int = 50
-) -> Iterator[tuple[Task, list[PageResult]]]:
-    """Yield ``(task, results)`` in task order; ``workers <= 1`` runs in this process (least memory)."""
-    if workers <= 1:
-        for task in tasks:
-            yield task, process_task(task, options)
-        return
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["pipeline.worker"])
-    queue = iter(tasks)
-    pending: deque[tuple[Task, Future]] = deque()
+@dataclass(frozen=True)
+class Task:
+    """Pages of one PDF for one worker call; ``pages`` are 0-based, empty for a file that fails to open."""
 
-    def new_pool() -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(workers, mp_context=context, max_tasks_per_child=tasks_per_worker)
+    path: Path
+    stem: str
+    pages: tuple[int, ...]
 
-    pool = new_pool()
-    try:
-        _refill(pending, queue, pool, options, workers)
+
+@dataclass
+class PageResult:
+    """A page's manifest record and its encoded images ``(name, jpeg bytes)``."""
+
+    record: PageRecord
+    images: list[tuple[str, bytes]] = field(default_factory=list)
+
+
+def process_task(task: Task, options: Options) -> list[PageResult]:
+    """Run ``task`` (in a worker). The rendering stack is imported here, not in the main process."""
+    from pipeline.worker import process_task as process
+
+    return process(task, options)
+
+
+class Distributor:
+    """Worker processes for one run (``workers <= 1``: everything in this process, the least memory).
+
+    Use as a context manager; ``map`` spreads small jobs (page counts), ``run`` streams the page tasks.
+    """
+
+    def __init__(self, workers: int, tasks_per_worker: int = 50) -> None:
+        self.workers = workers
+        self._tasks_per_worker = tasks_per_worker
+        # forkserver without preload: workers start clean (nothing inherited from this process) and no
+        # preloaded server sits in memory beside them.
+        self._context = multiprocessing.get_context("forkserver")
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> Distributor:
+        if self.workers > 1:
+            self._pool = self._new_pool()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def map(self, function: Callable[[T], R], items: Iterable[T]) -> list[R]:
+        """``[function(item) for item in items]``, in the workers when there are any."""
+        if self._pool is None:
+            return [function(item) for item in items]
+        return list(self._pool.map(function, items))
+
+    def run(self, tasks: Iterable[Task], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
+        """Yield ``(task, results)`` in task order."""
+        if self._pool is None:
+            for task in tasks:
+                yield task, process_task(task, options)
+            return
+        queue = iter(tasks)
+        pending: deque[tuple[Task, Future]] = deque()
+        self._refill(pending, queue, options)
         while pending:
             task, future = pending.popleft()
             try:
@@ -47,30 +95,32 @@ def run_tasks(
                 # pool; the one that breaks it again is the culprit and only its pages are lost.
                 suspects = [task, *(queued for queued, _ in pending)]
                 pending.clear()
-                pool.shutdown(wait=True, cancel_futures=True)
-                pool = new_pool()
+                self._restart()
                 for suspect in suspects:
                     try:
-                        outcome = pool.submit(process_task, suspect, options).result()
+                        outcome = self._pool.submit(process_task, suspect, options).result()
                     except BrokenProcessPool:
                         outcome = _crashed(suspect)
-                        pool.shutdown(wait=True, cancel_futures=True)
-                        pool = new_pool()
+                        self._restart()
                     yield suspect, outcome
-                _refill(pending, queue, pool, options, workers)
+                self._refill(pending, queue, options)
                 continue
-            _refill(pending, queue, pool, options, workers)
+            self._refill(pending, queue, options)
             yield task, results
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
 
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(self.workers, mp_context=self._context, max_tasks_per_child=self._tasks_per_worker)
 
-def _refill(pending: deque, queue: Iterator[Task], pool: ProcessPoolExecutor, options: Options, workers: int) -> None:
-    while len(pending) < 2 * workers:
-        task = next(queue, None)
-        if task is None:
-            return
-        pending.append((task, pool.submit(process_task, task, options)))
+    def _restart(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = self._new_pool()
+
+    def _refill(self, pending: deque, queue: Iterator[Task], options: Options) -> None:
+        while len(pending) < 2 * self.workers:
+            task = next(queue, None)
+            if task is None:
+                return
+            pending.append((task, self._pool.submit(process_task, task, options)))
 
 
 def _crashed(task: Task) -> list[PageResult]:

@@ -11,11 +11,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.distributor import run_tasks
+from pipeline.distributor import Distributor, Task
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
 from pipeline.source import PdfError, check_pdf, find_pdfs
-from pipeline.worker import Task
 from pipeline.writer import open_writer
 
 PAGES_PER_TASK = 8
@@ -72,34 +71,35 @@ def run(
     pdfs = [path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
-    counts = [_page_count(path) for path in pdfs]
-    writer = open_writer(output, _run_id(pdfs, options), resume)
-    done = writer.journal.done
-    tasks = _plan(pdfs, counts, done)
-    summary = Summary(output=writer.path, resumed=len(done))
-    progress = Progress(done=len(done), total=sum(max(count, 1) for count in counts), kept=0, output_bytes=0)
-    start = time.perf_counter()
-    complete = False
-    try:
-        for task, results in run_tasks(tasks, options, workers):
-            for result in results:
-                record = result.record
-                writer.commit((str(task.path), record.page), record, result.images)
-                summary.pages += record.page is not None
-                summary.kept += record.kept
-                summary.images += len(result.images)
-                summary.errors += bool(record.error)
-                progress.done += 1
-                progress.kept += record.kept
-                progress.output_bytes = writer.size()
-                if on_page is not None:
-                    on_page(record, progress)
-            del results
-        complete = True
-    finally:
-        writer.close(complete)
-        summary.seconds = time.perf_counter() - start
-        summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
+    with Distributor(workers) as distributor:
+        counts = distributor.map(_page_count, pdfs)
+        writer = open_writer(output, _run_id(pdfs, options), resume)
+        done = writer.journal.done
+        summary = Summary(output=writer.path, resumed=len(done))
+        total = sum(max(count, 1) for count in counts)
+        progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
+        start = time.perf_counter()
+        complete = False
+        try:
+            for task, results in distributor.run(_plan(pdfs, counts, done), options):
+                for result in results:
+                    record = result.record
+                    writer.commit((str(task.path), record.page), record, result.images)
+                    summary.pages += record.page is not None
+                    summary.kept += record.kept
+                    summary.images += len(result.images)
+                    summary.errors += bool(record.error)
+                    progress.done += 1
+                    progress.kept += record.kept
+                    progress.output_bytes = writer.size()
+                    if on_page is not None:
+                        on_page(record, progress)
+                del results
+            complete = True
+        finally:
+            writer.close(complete)
+            summary.seconds = time.perf_counter() - start
+            summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
     return summary
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pymupdf
+if TYPE_CHECKING:
+    import pymupdf
 
 
 class PdfError(Exception):
@@ -36,6 +38,8 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
 
     Raises ``PdfError`` for a file that is not a PDF, is encrypted, is damaged or has no pages.
     """
+    import pymupdf  # here, not at the top: the main process of a parallel run never opens a PDF
+
     name = Path(path).name
     try:
         doc = pymupdf.open(path, filetype="pdf")

@@ -4,7 +4,6 @@ resolution, fit and encode only what is kept. Runs in worker processes: it opens
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import pymupdf
 
 from pipeline.cleanup import Cleanup
+from pipeline.distributor import PageResult, Task
 from pipeline.fit import encode_jpeg, fit_square
 from pipeline.judges import Box, Judge, make_judge
 from pipeline.manifest import PageRecord
@@ -21,23 +21,6 @@ from pipeline.source import PdfError, open_pdf
 
 MAX_ZOOM = 8.0
 """Upper bound on the output render scale (576 dpi): beyond it MuPDF only interpolates a scan."""
-
-
-@dataclass(frozen=True)
-class Task:
-    """Pages of one PDF for one worker call; ``pages`` are 0-based, empty for a file that fails to open."""
-
-    path: Path
-    stem: str
-    pages: tuple[int, ...]
-
-
-@dataclass
-class PageResult:
-    """A page's manifest record and its encoded images ``(name, jpeg bytes)``."""
-
-    record: PageRecord
-    images: list[tuple[str, bytes]] = field(default_factory=list)
 
 
 def process_task(task: Task, options: Options) -> list[PageResult]:

@@ -6,12 +6,13 @@ import csv
 import io
 import zipfile
 from pathlib import Path
-from typing import BinaryIO, Protocol
-
-from PIL import Image
+from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 MANIFEST = "manifest.csv"
 _ZIPINFO_FIELDS = (
@@ -124,6 +125,8 @@ def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
 
 def read_images(output: str | Path, limit: int = 12) -> list[tuple[Image.Image, str]]:
     """Up to ``limit`` written images with their names, for previews (the Space's gallery)."""
+    from PIL import Image
+
     path = Path(output)
     images: list[tuple[Image.Image, str]] = []
     if path.is_dir():

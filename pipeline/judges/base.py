@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 Box = tuple[float, float, float, float]
 """A region as page fractions ``(x0, y0, x1, y1)`` in ``[0, 1]``, origin top-left."""

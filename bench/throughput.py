@@ -1,0 +1,101 @@
+"""Throughput and memory on the same input, in one go: the article's reference method, pdf2image/poppler
+doing the same work (where installed), and this pipeline with ``--filter sigma`` (same decisions as the
+reference, so the same work) and with its default filter.
+
+``python bench/throughput.py ../shared/data/pdfs [--scale 10] [--workers N]`` merges the PDFs into one,
+optionally repeated ``--scale`` times, and prints pages/s, pages/hour, whole-process-tree peak RSS and the
+ratio to the reference. Every method runs in a fresh process; RSS is sampled every 20 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import pymupdf
+from measure import measure
+
+HERE = Path(__file__).resolve().parent
+
+PDF2IMAGE = """
+import gc, sys
+import cv2, numpy as np
+from pdf2image import convert_from_path
+out = sys.argv[2]
+pages = kept = 0
+for image in convert_from_path(sys.argv[1], dpi=144):  # Matrix(2, 2) = 144 dpi; pdf2image renders all pages first
+    pages += 1
+    rgb = np.asarray(image.convert("RGB"))
+    if cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY).std() > 45:
+        kept += 1
+        image.resize((1024, 1024), 1).save(f"{out}/p{pages:05d}.jpg", quality=92)  # 1 = LANCZOS
+    del rgb
+    gc.collect()
+print(pages, "pages")
+"""
+
+
+def merge(sources: list[Path], target: Path, scale: int) -> int:
+    """One PDF holding every page of ``sources``, ``scale`` times over; returns its page count."""
+    merged = pymupdf.open()
+    for _ in range(scale):
+        for source in sources:
+            with pymupdf.open(source) as doc:
+                merged.insert_pdf(doc)
+    merged.save(target)
+    count = merged.page_count
+    merged.close()
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("inputs", nargs="+", type=Path, help="PDFs or folders of PDFs")
+    parser.add_argument("--scale", type=int, default=1, help="repeat the merged pages this many times")
+    parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
+    parser.add_argument("--skip", nargs="*", default=[], help="methods to leave out")
+    args = parser.parse_args()
+    sources = sorted(p for item in args.inputs for p in ([item] if item.is_file() else item.rglob("*.pdf")))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp_path = Path(tmp)
+        merged = tmp_path / "merged.pdf"
+        pages = merge(sources, merged, args.scale)
+        size_mb = merged.stat().st_size / 2**20
+        print(
+            f"input: {len(sources)} PDFs merged ×{args.scale} → {pages} pages, {size_mb:.0f} MB; {args.workers} workers"
+        )
+
+        def out(name: str) -> str:
+            folder = tmp_path / name
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            return str(folder)
+
+        pipeline = [sys.executable, "-m", "pipeline", str(merged), "--workers", str(args.workers), "--no-resume"]
+        methods = {
+            "reference (article)": [sys.executable, str(HERE / "reference.py"), str(merged), "-o", out("ref")],
+            "pipeline --filter sigma": [*pipeline, "-o", str(tmp_path / "sigma.zip"), "--filter", "sigma"],
+            "pipeline (default filter)": [*pipeline, "-o", str(tmp_path / "default.zip")],
+        }
+        if importlib.util.find_spec("pdf2image") and shutil.which("pdftoppm"):
+            methods["pdf2image/poppler"] = [sys.executable, "-c", PDF2IMAGE, str(merged), out("p2i")]
+        else:
+            print("pdf2image/poppler: not installed (pip install pdf2image; apt install poppler-utils), skipped")
+        print(f"{'method':<28}{'pages/s':>9}{'pages/h':>10}{'peak RSS MB':>13}{'× reference':>13}")
+        reference = None
+        for name, command in methods.items():
+            if any(skip in name for skip in args.skip):
+                continue
+            result = measure(command)
+            rate = pages / result.seconds
+            reference = reference or rate
+            print(f"{name:<28}{rate:9.2f}{rate * 3600:10.0f}{result.peak_rss_mb:13.0f}{rate / reference:13.2f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -34,16 +34,56 @@ def build_parser() -> argparse.ArgumentParser:
         "--filter",
         choices=sorted(JUDGES),
         default=DEFAULT_JUDGE,
-        help=f"page judge (default: {DEFAULT_JUDGE}); sigma = the article's grey-level std at Matrix(2, 2)",
+        help=f"page judge (default: {DEFAULT_JUDGE}). structure: finds pictures by their structure (dense, varied "
+        "ink that fills every row, unlike lines of text) and their boxes, score 0-1; sigma: the article's "
+        "grey-level standard deviation at Matrix(2, 2)",
     )
     parser.add_argument(
         "--threshold",
         type=float,
         default=None,
-        help="keep a page when its score is above this (default: the judge's own; 45 for sigma)",
+        help="keep a page when its score passes this (default: the judge's own: 0.5 for structure, 45 for sigma)",
     )
-    parser.add_argument("--size", type=int, default=1024, help="output side in pixels (default: 1024)")
+    parser.add_argument(
+        "--fit",
+        default="bucket",
+        metavar="MODE",
+        help="bucket (default): keep the aspect ratio, downscale to the nearest SDXL ~1 MP bucket and centre-crop "
+        "the rest (1024x1024, 1152x896, 1216x832, 1344x768, 1536x640 and portraits); square: SIZExSIZE as the "
+        "article does (aspect ratio not kept); 'max-side N': keep the aspect ratio, longer side at most N",
+    )
+    parser.add_argument(
+        "--size", type=int, default=1024, help="square side, bucket base or max side in pixels (default: 1024)"
+    )
+    parser.add_argument(
+        "--min-side",
+        type=int,
+        default=Options.min_side,
+        metavar="PX",
+        help="drop images whose shorter side is below PX at the scan's own resolution (default: %(default)s); "
+        "images between this and the target are kept at their size, never upscaled",
+    )
+    parser.add_argument(
+        "--upscale", action="store_true", help="interpolate small images up to the target (off: never upscale)"
+    )
     parser.add_argument("--quality", type=int, default=92, help="JPEG quality 1-100 (default: 92)")
+    parser.add_argument(
+        "--dedupe",
+        type=int,
+        default=Options.dedupe,
+        metavar="BITS",
+        help="drop an image whose perceptual hash is within BITS of an earlier one, across all inputs "
+        "(default: %(default)s; exact copies are always caught at 0); -1 keeps duplicates",
+    )
+    parser.add_argument(
+        "--caption",
+        default=Options.caption,
+        metavar="TEMPLATE",
+        help="caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, "
+        "{source} (PDF name), {page}, {region} (default: '%(default)s')",
+    )
+    parser.add_argument("--trigger", default="", help="the trigger word(s) that {trigger} stands for")
+    parser.add_argument("--kohya-config", action="store_true", help="also write a kohya sd-scripts dataset_config.toml")
     parser.add_argument(
         "--crop",
         action="store_true",
@@ -80,9 +120,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = Options(
             filter=args.filter,
             threshold=args.threshold,
+            fit=args.fit,
             size=args.size,
+            min_side=args.min_side,
+            upscale=args.upscale,
             quality=args.quality,
             crop=args.crop,
+            dedupe=None if args.dedupe < 0 else args.dedupe,
+            caption=args.caption,
+            trigger=args.trigger,
+            kohya_config=args.kohya_config,
             gc_every=args.gc_every,
         )
     except ValueError as exc:
@@ -112,7 +159,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     bar.close()
     resumed = f" (+{summary.resumed} done before)" if summary.resumed else ""
     print(
-        f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
+        f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images, {summary.duplicates} "
+        f"duplicates and {summary.too_small} too small dropped), {summary.errors} errors, "
         f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
     )
     return 0

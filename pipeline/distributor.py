@@ -8,6 +8,7 @@ costs only its task's pages, recorded as errors, never the run.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -31,14 +32,31 @@ class Task:
     path: Path
     stem: str
     pages: tuple[int, ...]
+    thumbnail_within: tuple[float, float] = (math.inf, math.inf)
+    """Score distance to the threshold under which a page may be among the report's borderline pages
+    (rejected, kept): only those get a thumbnail made in the worker."""
+
+
+@dataclass(frozen=True)
+class PageImage:
+    """One encoded output image and what the writer and the deduplicator need to know about it."""
+
+    name: str
+    data: bytes
+    fingerprint: str
+    size: tuple[int, int]
+    undersized: bool
+    box: tuple[float, float, float, float] | None
+    region: int | None
 
 
 @dataclass
 class PageResult:
-    """A page's manifest record and its encoded images ``(name, jpeg bytes)``."""
+    """A page's manifest record, its images, and a thumbnail when it may be a borderline page."""
 
     record: PageRecord
-    images: list[tuple[str, bytes]] = field(default_factory=list)
+    images: list[PageImage] = field(default_factory=list)
+    thumbnail: bytes | None = None
 
 
 def process_task(task: Task, options: Options) -> list[PageResult]:

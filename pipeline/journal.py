@@ -47,9 +47,18 @@ class Journal:
     def resumed(self) -> bool:
         return bool(self.done)
 
-    def commit(self, key: PageKey, row: dict[str, str], zip_entries: list[dict] = (), end: int | None = None) -> None:
-        """Record one page as done (call after its data is flushed)."""
+    def commit(
+        self,
+        key: PageKey,
+        row: dict[str, str],
+        metadata: list[str] = (),
+        zip_entries: list[dict] = (),
+        end: int | None = None,
+    ) -> None:
+        """Record one page as done (call after its data is flushed); ``metadata`` are its metadata.jsonl lines."""
         entry: dict = {"key": list(key), "row": row}
+        if metadata:
+            entry["meta"] = metadata
         if zip_entries:
             entry["zip"] = zip_entries
         if end is not None:
@@ -59,11 +68,20 @@ class Journal:
 
     def rows(self) -> Iterator[dict[str, str]]:
         """Manifest rows of every committed page, in commit order (read back from disk)."""
+        for entry in self._entries():
+            yield entry["row"]
+
+    def metadata(self) -> Iterator[str]:
+        """``metadata.jsonl`` lines of every committed image, in commit order."""
+        for entry in self._entries():
+            yield from entry.get("meta", ())
+
+    def _entries(self) -> Iterator[dict]:
         self._file.flush()
         with self.path.open(encoding="utf-8") as handle:
             next(handle)
             for line in handle:
-                yield json.loads(line)["row"]
+                yield json.loads(line)
 
     def close(self, remove: bool) -> None:
         """Close; ``remove`` once the run is complete (the progress file is only for resuming)."""

@@ -6,7 +6,10 @@ from dataclasses import dataclass, field
 
 from pipeline.judges import Box
 
-COLUMNS = ("source", "page", "kept", "score", "boxes", "outputs", "error")
+COLUMNS = (
+    "source", "page", "kept", "score", "boxes", "outputs", "sizes", "fingerprints", "undersized", "duplicates",
+    "too_small", "error",
+)  # fmt: skip
 
 
 @dataclass
@@ -19,6 +22,16 @@ class PageRecord:
     score: float | None = None
     boxes: tuple[Box, ...] = ()
     outputs: list[str] = field(default_factory=list)
+    sizes: list[tuple[int, int]] = field(default_factory=list)
+    """``(width, height)`` of each output."""
+    fingerprints: list[str] = field(default_factory=list)
+    """Exact and perceptual hash of each output (``pipeline.dedupe.Fingerprint``), to resume deduplication."""
+    undersized: list[str] = field(default_factory=list)
+    """Outputs kept below the fit's target rather than upscaled."""
+    duplicates: list[str] = field(default_factory=list)
+    """``name=original`` for each image dropped as a duplicate of an earlier one."""
+    too_small: list[str] = field(default_factory=list)
+    """Images dropped because their shorter side is below the minimum."""
     error: str = ""
 
     def row(self) -> dict[str, str]:
@@ -30,5 +43,10 @@ class PageRecord:
             "score": "" if self.score is None else f"{self.score:.4f}",
             "boxes": ";".join(" ".join(f"{v:.4f}" for v in box) for box in self.boxes),
             "outputs": ";".join(self.outputs),
+            "sizes": ";".join(f"{w}x{h}" for w, h in self.sizes),
+            "fingerprints": ";".join(self.fingerprints),
+            "undersized": ";".join(self.undersized),
+            "duplicates": ";".join(self.duplicates),
+            "too_small": ";".join(self.too_small),
             "error": self.error,
         }

@@ -11,11 +11,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.distributor import Distributor, Task
+from pipeline.captions import DATASET_CONFIG, CaptionTemplate, dataset_config_toml
+from pipeline.dedupe import DuplicateIndex, Fingerprint
+from pipeline.distributor import Distributor, PageResult, Task
+from pipeline.journal import Journal
+from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
+from pipeline.report import REPORT, Borderline, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs
-from pipeline.writer import open_writer
+from pipeline.writer import Writer, open_writer
 
 PAGES_PER_TASK = 8
 """Pages a worker takes at once: enough to amortise opening the PDF, few enough to keep results small."""
@@ -49,6 +54,11 @@ class Summary:
     resumed: int = 0
     """Pages already done by an interrupted earlier run and not processed again."""
     seconds: float = 0.0
+    duplicates: int = 0
+    too_small: int = 0
+    threshold: float = 0.0
+    borderline: Borderline | None = None
+    """Thumbnails of the pages nearest the threshold, on both sides (this session's pages)."""
     output: Path = Path()
     output_bytes: int = 0
 
@@ -71,24 +81,23 @@ def run(
     pdfs = [path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
+    threshold = threshold_of(options.filter, options.threshold)
     with Distributor(workers) as distributor:
         counts = distributor.map(_page_count, pdfs)
         writer = open_writer(output, _run_id(pdfs, options), resume)
         done = writer.journal.done
-        summary = Summary(output=writer.path, resumed=len(done))
+        summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold))
+        summary.output = writer.path
+        duplicates = _duplicate_index(writer.journal, options.dedupe)
+        captions = options.captions()
         total = sum(max(count, 1) for count in counts)
         progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
         start = time.perf_counter()
         complete = False
         try:
-            for task, results in distributor.run(_plan(pdfs, counts, done), options):
+            for task, results in distributor.run(_plan(pdfs, counts, done, summary.borderline), options):
                 for result in results:
-                    record = result.record
-                    writer.commit((str(task.path), record.page), record, result.images)
-                    summary.pages += record.page is not None
-                    summary.kept += record.kept
-                    summary.images += len(result.images)
-                    summary.errors += bool(record.error)
+                    record = _commit(writer, task, result, duplicates, captions, summary)
                     progress.done += 1
                     progress.kept += record.kept
                     progress.output_bytes = writer.size()
@@ -97,10 +106,74 @@ def run(
                 del results
             complete = True
         finally:
-            writer.close(complete)
+            writer.close(complete, _extra_files(writer, options, summary))
             summary.seconds = time.perf_counter() - start
             summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
     return summary
+
+
+def _commit(
+    writer: Writer,
+    task: Task,
+    result: PageResult,
+    duplicates: DuplicateIndex | None,
+    captions: CaptionTemplate,
+    summary: Summary,
+) -> PageRecord:
+    """Drop the page's duplicate images, write the rest with captions, record the page, count it."""
+    record, images = result.record, []
+    for image in result.images:
+        duplicate = (
+            duplicates.check(image.name, Fingerprint.parse(image.fingerprint)) if duplicates is not None else None
+        )
+        if duplicate is not None:
+            record.duplicates.append(f"{image.name}={duplicate.of}")
+            continue
+        images.append(image)
+        record.outputs.append(image.name)
+        record.sizes.append(image.size)
+        record.fingerprints.append(image.fingerprint)
+        if image.undersized:
+            record.undersized.append(image.name)
+    source = Path(record.source).stem
+    texts = [captions.caption(source, record.page, image.region) for image in images]
+    writer.commit((str(task.path), record.page), record, images, texts)
+    if result.thumbnail is not None and summary.borderline is not None:
+        summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)
+    summary.pages += record.page is not None
+    summary.kept += record.kept
+    summary.images += len(images)
+    summary.errors += bool(record.error)
+    summary.duplicates += len(record.duplicates)
+    summary.too_small += len(record.too_small)
+    return record
+
+
+def _duplicate_index(journal: Journal, threshold: int | None) -> DuplicateIndex | None:
+    """Deduplication across the whole run; on resume, rebuilt from the pages already written."""
+    if threshold is None:
+        return None
+    pairs = (
+        (name, fingerprint)
+        for row in journal.rows()
+        for name, fingerprint in zip(_split(row["outputs"]), _split(row["fingerprints"]), strict=True)
+    )
+    return DuplicateIndex.from_rows(pairs, threshold)
+
+
+def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str, list[str]]:
+    """The report (and optionally the kohya config) written beside the manifest at the end."""
+    report = render_report(
+        list(writer.journal.rows()), summary.threshold, summary.borderline, title="Dataset report", judge=options.filter
+    )
+    files = {REPORT: [report]}
+    if options.kohya_config:
+        files[DATASET_CONFIG] = [dataset_config_toml(resolution=options.size)]
+    return files
+
+
+def _split(cell: str) -> list[str]:
+    return cell.split(";") if cell else []
 
 
 def default_workers() -> int:
@@ -108,16 +181,23 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _plan(pdfs: Sequence[Path], counts: Sequence[int], done: set) -> Iterator[Task]:
-    """Page ranges of ``PAGES_PER_TASK``, in input order, without the pages an earlier run committed."""
+def _plan(pdfs: Sequence[Path], counts: Sequence[int], done: set, borderline: Borderline) -> Iterator[Task]:
+    """Page ranges of ``PAGES_PER_TASK``, in input order, without the pages an earlier run committed.
+
+    Lazy: each task carries the borderline collector's state when it is handed out, so workers make
+    thumbnails only for pages that may still enter it."""
     for path, stem, count in zip(pdfs, _unique_stems(pdfs), counts, strict=True):
         if count == 0:  # the file cannot be opened: one task yields its error row
             if (str(path), None) not in done:
-                yield Task(path, stem, ())
+                yield Task(path, stem, (), _within(borderline))
             continue
         todo = [index for index in range(count) if (str(path), index + 1) not in done]
         for start in range(0, len(todo), PAGES_PER_TASK):
-            yield Task(path, stem, tuple(todo[start : start + PAGES_PER_TASK]))
+            yield Task(path, stem, tuple(todo[start : start + PAGES_PER_TASK]), _within(borderline))
+
+
+def _within(borderline: Borderline) -> tuple[float, float]:
+    return borderline.within(kept=False), borderline.within(kept=True)
 
 
 def _page_count(path: Path) -> int:

@@ -54,6 +54,21 @@ class PixmapArray(np.ndarray):
     pixmap: pymupdf.Pixmap | None = None
 
 
+FALLBACK_ZOOM = 300 / 72
+"""Full resolution for pages without a scan (born-digital): 300 dpi."""
+
+
+def native_zoom(page: pymupdf.Page) -> float:
+    """The scan's own resolution in pixels per PDF point: rendering above it only interpolates pixels
+    that are not there (an upscale in disguise). The largest over the page's images; 300 dpi without any."""
+    scales = [
+        info["width"] / pymupdf.Rect(info["bbox"]).width
+        for info in page.get_image_info()
+        if pymupdf.Rect(info["bbox"]).width > 0 and info["width"] > 0
+    ]
+    return max(scales, default=FALLBACK_ZOOM)
+
+
 def is_grayscale(page: pymupdf.Page) -> bool:
     """True when the page is a grey or 1-bit scan: every image on it has one channel, so no colour is lost
     by rendering grey (a third of the pixels to make, convert and resize). Pages without images are not.

@@ -112,14 +112,21 @@ class Borderline:
 
     def wants(self, score: float, kept: bool) -> bool:
         """Whether a page with this score and verdict would enter the set."""
-        heap = self._heaps[kept]
-        return len(heap) < self.per_side or abs(score - self.threshold) < -heap[0][0]
+        return abs(score - self.threshold) < self.within(kept)
 
-    def offer(self, score: float, kept: bool, label: str, view: np.ndarray | Image.Image) -> None:
-        """Consider a page: ``view`` is any rendering of it (the judge's view is enough), ``label`` its caption."""
+    def within(self, kept: bool) -> float:
+        """The score distance to the threshold under which a page on this side would enter the set now
+        (it only shrinks, so a worker handed this value never skips a page that would have entered)."""
+        heap = self._heaps[kept]
+        return math.inf if len(heap) < self.per_side else -heap[0][0]
+
+    def offer(self, score: float, kept: bool, label: str, view: np.ndarray | Image.Image | bytes) -> None:
+        """Consider a page: ``view`` is any rendering of it (the judge's view is enough) or its thumbnail
+        already made by :func:`thumbnail_jpeg` (in a worker), ``label`` its caption."""
         if not math.isfinite(score) or not self.wants(score, kept):
             return
-        entry = (-abs(score - self.threshold), next(self._order), Thumbnail(score, kept, label, self._jpeg(view)))
+        jpeg = view if isinstance(view, bytes) else thumbnail_jpeg(view, self.side, self.quality)
+        entry = (-abs(score - self.threshold), next(self._order), Thumbnail(score, kept, label, jpeg))
         heap = self._heaps[kept]
         if len(heap) < self.per_side:
             heapq.heappush(heap, entry)
@@ -130,14 +137,14 @@ class Borderline:
         """The collected pages on one side, nearest the threshold first."""
         return [entry[2] for entry in sorted(self._heaps[kept], key=lambda e: (-e[0], e[1]))]
 
-    def _jpeg(self, view: np.ndarray | Image.Image) -> bytes:
-        picture = Image.fromarray(view) if isinstance(view, np.ndarray) else view.copy()
-        picture.thumbnail((self.side, self.side), Image.Resampling.LANCZOS)
-        buffer = io.BytesIO()
-        (picture if picture.mode in ("L", "RGB") else picture.convert("RGB")).save(
-            buffer, format="JPEG", quality=self.quality
-        )
-        return buffer.getvalue()
+
+def thumbnail_jpeg(view: np.ndarray | Image.Image, side: int = 200, quality: int = 70) -> bytes:
+    """A small JPEG of a page view, at most ``side`` pixels on its longer side."""
+    picture = Image.fromarray(view) if isinstance(view, np.ndarray) else view.copy()
+    picture.thumbnail((side, side), Image.Resampling.LANCZOS)
+    buffer = io.BytesIO()
+    (picture if picture.mode in ("L", "RGB") else picture.convert("RGB")).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
 
 
 def histogram_svg(hist: Histogram, width: int = 640, height: int = 220) -> str:

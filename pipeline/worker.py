@@ -1,5 +1,6 @@
-"""What a worker does with a range of pages of one PDF: judge each from a cheap view, then render at full
-resolution, fit and encode only what is kept. Runs in worker processes: it opens the PDF by path itself."""
+"""What a worker does with a range of pages of one PDF: judge each from a cheap view, then render at the
+resolution the output needs, fit, encode and fingerprint only what is kept. Runs in worker processes: it
+opens the PDF by path itself."""
 
 from __future__ import annotations
 
@@ -11,16 +12,15 @@ import numpy as np
 import pymupdf
 
 from pipeline.cleanup import Cleanup
-from pipeline.distributor import PageResult, Task
-from pipeline.fit import encode_jpeg, fit_square
+from pipeline.dedupe import fingerprint
+from pipeline.distributor import PageImage, PageResult, Task
+from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, make_judge
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
-from pipeline.render import is_grayscale, render, zoom_to_cover
+from pipeline.render import is_grayscale, native_zoom, render
+from pipeline.report import thumbnail_jpeg
 from pipeline.source import PdfError, open_pdf
-
-MAX_ZOOM = 8.0
-"""Upper bound on the output render scale (576 dpi): beyond it MuPDF only interpolates a scan."""
 
 
 def process_task(task: Task, options: Options) -> list[PageResult]:
@@ -33,49 +33,75 @@ def process_task(task: Task, options: Options) -> list[PageResult]:
     results = []
     with doc:
         for index in task.pages:
-            results.append(process_page(doc, index, judge, options, task.stem))
+            results.append(process_page(doc, index, judge, options, task))
             cleanup.after_page()
     return results
 
 
-def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, stem: str) -> PageResult:
-    """Judge one page from its cheap view; render, fit and encode only what is kept."""
+def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, task: Task) -> PageResult:
+    """Judge one page from its cheap view; render, fit, encode and fingerprint only what is kept."""
     record = PageRecord(source=Path(doc.name).name, page=index + 1)
     try:
         page = doc.load_page(index)
         view = render(page, judge.zoom, judge.colorspace)
         verdict = judge(view)
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
-        if not verdict.keep:
-            return PageResult(record)
-        gray = is_grayscale(page)
-        regions: Sequence[Box | None] = verdict.boxes if options.crop and verdict.boxes else (None,)
-        images = []
-        for number, box in enumerate(regions, start=1):
-            image = _full_resolution(page, view, gray, box, options.size)
-            fitted = fit_square(image, options.size).convert("RGB")
-            name = f"{stem}_p{index + 1:04d}" + (f"_r{number}" if box is not None else "") + ".jpg"
-            images.append((name, encode_jpeg(fitted, options.quality)))
-        record.outputs = [name for name, _ in images]
-        return PageResult(record, images)
+        result = PageResult(record)
+        if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
+            result.thumbnail = thumbnail_jpeg(view)
+        if verdict.keep:
+            result.images = _outputs(page, view, judge, verdict.boxes if options.crop else (), options, task, record)
+        return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
-        record.kept, record.outputs = False, []
+        record.kept = False
         record.error = f"page {index + 1}: {type(exc).__name__}: {exc}"
         return PageResult(record)
 
 
-def _full_resolution(page: pymupdf.Page, view: np.ndarray, gray: bool, box: Box | None, size: int) -> np.ndarray:
-    """Reuse the judge's view when it already covers the output (the article's 2× render does) and has the
-    page's colours; otherwise render the page or region just large enough, grey for grey scans."""
-    if box is None and min(view.shape[:2]) >= size and (view.ndim == 3 or gray):
-        return view
-    zoom = min(zoom_to_cover(page, size, box), MAX_ZOOM)
-    return render(page, zoom, "gray" if gray else "rgb", box)
+def _outputs(
+    page: pymupdf.Page,
+    view: np.ndarray,
+    judge: Judge,
+    boxes: Sequence[Box],
+    options: Options,
+    task: Task,
+    record: PageRecord,
+) -> list[PageImage]:
+    """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels."""
+    spec, gray, native = _fit_spec(options), is_grayscale(page), native_zoom(page)
+    images = []
+    regions: Sequence[Box | None] = boxes or (None,)
+    for number, box in enumerate(regions, start=1):
+        name = f"{task.stem}_p{record.page:04d}" + (f"_r{number}" if box is not None else "") + ".jpg"
+        x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
+        width, height = page.rect.width * (x1 - x0) * native, page.rect.height * (y1 - y0) * native
+        try:
+            zoom = native * render_scale(width, height, spec)
+        except TooSmall:
+            record.too_small.append(name)
+            continue
+        reusable = box is None and judge.zoom >= zoom and (view.ndim == 3 or gray)
+        image = view if reusable else render(page, zoom, "gray" if gray else "rgb", box)
+        try:
+            fitted = fit(image, spec)
+        except TooSmall:
+            record.too_small.append(name)
+            continue
+        picture = fitted.image.convert("RGB")
+        data = encode_jpeg(picture, options.quality)
+        region = number if box is not None else None
+        images.append(PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region))
+    return images
 
 
 @cache
 def _judge(name: str, threshold: float | None) -> Judge:
     return make_judge(name, threshold)
+
+
+@cache
+def _fit_spec(options: Options) -> Fit:
+    return options.fit_spec()
 
 
 @cache

@@ -8,11 +8,16 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
+from pipeline.captions import METADATA, caption_name, metadata_line
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from PIL import Image
+
+    from pipeline.distributor import PageImage
 
 MANIFEST = "manifest.csv"
 _ZIPINFO_FIELDS = (
@@ -31,9 +36,13 @@ class Writer(Protocol):
     path: Path
     journal: Journal
 
-    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None: ...
+    def commit(self, key: PageKey, record: PageRecord, images: list[PageImage], captions: list[str]) -> None:
+        """Write ``images`` with their kohya caption files, then record the page."""
+
     def size(self) -> int: ...
-    def close(self, complete: bool) -> None: ...
+
+    def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
+        """Add ``manifest.csv``, ``metadata.jsonl`` and ``files`` (name → text chunks), then finish."""
 
 
 class ZipWriter:
@@ -60,21 +69,33 @@ class ZipWriter:
             self._zip.filelist.append(info)
             self._zip.NameToInfo[info.filename] = info
 
-    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None:
-        for name, data in images:
-            self._zip.writestr(name, data)
+    def commit(self, key: PageKey, record: PageRecord, images: list[PageImage], captions: list[str]) -> None:
+        names = []
+        for image, caption in zip(images, captions, strict=True):
+            self._zip.writestr(image.name, image.data)
+            self._zip.writestr(caption_name(image.name), caption)
+            names += [image.name, caption_name(image.name)]
         self._file.flush()
-        entries = [_fields(self._zip.getinfo(name)) for name, _ in images]
-        self.journal.commit(key, record.row(), entries, end=self._file.tell())
+        entries = [_fields(self._zip.getinfo(name)) for name in names]
+        metadata = _metadata(record, images, captions)
+        self.journal.commit(key, record.row(), metadata, entries, end=self._file.tell())
 
     def size(self) -> int:
         return self._file.tell()
 
-    def close(self, complete: bool) -> None:
-        info = zipfile.ZipInfo(MANIFEST, date_time=(1980, 1, 1, 0, 0, 0))
+    def _text(self, name: str) -> io.TextIOWrapper:
+        info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
         info.compress_type = zipfile.ZIP_DEFLATED
-        with self._zip.open(info, "w") as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="") as text:
+        return io.TextIOWrapper(self._zip.open(info, "w"), encoding="utf-8", newline="")
+
+    def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
+        with self._text(MANIFEST) as text:
             _write_manifest(text, self.journal)
+        with self._text(METADATA) as text:
+            text.writelines(self.journal.metadata())
+        for name, chunks in files.items():
+            with self._text(name) as text:
+                text.writelines(chunks)
         self._zip.close()
         self._file.close()
         self.journal.close(remove=complete)
@@ -93,19 +114,25 @@ class FolderWriter:
         self._csv = _write_manifest(self._manifest, journal)
         self._size = sum(f.stat().st_size for f in path.iterdir() if f.is_file())
 
-    def commit(self, key: PageKey, record: PageRecord, images: list[tuple[str, bytes]]) -> None:
-        for name, data in images:
-            (self.path / name).write_bytes(data)
-            self._size += len(data)
+    def commit(self, key: PageKey, record: PageRecord, images: list[PageImage], captions: list[str]) -> None:
+        for image, caption in zip(images, captions, strict=True):
+            (self.path / image.name).write_bytes(image.data)
+            (self.path / caption_name(image.name)).write_text(caption, encoding="utf-8")
+            self._size += len(image.data) + len(caption)
         self._csv.writerow(record.row())
         self._manifest.flush()
-        self.journal.commit(key, record.row())
+        self.journal.commit(key, record.row(), _metadata(record, images, captions))
 
     def size(self) -> int:
         return self._size
 
-    def close(self, complete: bool) -> None:
+    def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
         self._manifest.close()
+        with (self.path / METADATA).open("w", encoding="utf-8") as handle:
+            handle.writelines(self.journal.metadata())
+        for name, chunks in files.items():
+            with (self.path / name).open("w", encoding="utf-8") as handle:
+                handle.writelines(chunks)
         self.journal.close(remove=complete)
 
 
@@ -147,6 +174,13 @@ def _write_manifest(handle: io.TextIOBase, journal: Journal) -> csv.DictWriter:
     writer.writeheader()
     writer.writerows(journal.rows())
     return writer
+
+
+def _metadata(record: PageRecord, images: list[PageImage], captions: list[str]) -> list[str]:
+    return [
+        metadata_line(image.name, caption, record.source, record.page, image.box, record.score)
+        for image, caption in zip(images, captions, strict=True)
+    ]
 
 
 def _fields(info: zipfile.ZipInfo) -> dict:

@@ -11,6 +11,10 @@ import pymupdf
 
 PAPER, INK = 240, 25
 
+ARTICLE = {"filter": "sigma", "fit": "square", "upscale": True, "min_side": 1, "dedupe": None}
+"""Options that reproduce the seed article: σ judge, every kept page resized to size×size, nothing dropped."""
+ARTICLE_CLI = ["--filter", "sigma", "--fit", "square", "--upscale", "--min-side", "1", "--dedupe", "-1"]
+
 
 def text_page(width: int = 800, height: int = 1100, seed: int = 0, columns: int = 2, ink: float = 1.0) -> np.ndarray:
     """A grey scan of text columns: lines of small glyph-like marks. ``ink`` < 1 leaves lines out (sparser page)."""

@@ -3,7 +3,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from factories import engraving, pdf_from_images, text_page
+from factories import ARTICLE_CLI, engraving, pdf_from_images, text_page
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,22 +17,29 @@ def _cli(*args: str | Path) -> subprocess.CompletedProcess:
 def test_cli_run_prints_a_one_line_summary(tmp_path: Path) -> None:
     pdf = pdf_from_images(tmp_path / "scan.pdf", [engraving(400, 500), text_page(ink=0.05)])
     (tmp_path / "junk.pdf").write_text("not a pdf")
-    result = _cli(tmp_path, "-o", tmp_path / "out.zip", "--filter", "sigma", "--threshold", "45", "--size", "64")
+    result = _cli(tmp_path, "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--threshold", "45", "--size", "64")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip().splitlines()[-1].startswith("2 pages, 1 kept (1 images), 1 errors")
+    assert (
+        result.stdout.strip()
+        .splitlines()[-1]
+        .startswith("2 pages, 1 kept (1 images, 0 duplicates and 0 too small dropped), 1 errors")
+    )
     assert str(tmp_path / "out.zip") in result.stdout
     assert "skipped junk.pdf: junk.pdf: not a PDF" in result.stderr
     assert "page/s" in result.stderr  # the progress bar's rate
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
-        assert sorted(archive.namelist()) == ["manifest.csv", "scan_p0001.jpg"]
+        assert sorted(archive.namelist()) == [
+            "manifest.csv", "metadata.jsonl", "report.html", "scan_p0001.jpg", "scan_p0001.txt"
+        ]  # fmt: skip
     assert pdf.exists()
 
 
 def test_cli_writes_a_folder_when_output_is_not_a_zip(tmp_path: Path) -> None:
     pdf_from_images(tmp_path / "scan.pdf", [engraving(400, 500)])
-    result = _cli(tmp_path / "scan.pdf", "-o", f"{tmp_path / 'dataset'}/", "--filter", "sigma", "--size", "64")
+    result = _cli(tmp_path / "scan.pdf", "-o", f"{tmp_path / 'dataset'}/", *ARTICLE_CLI, "--size", "64")
     assert result.returncode == 0, result.stderr
-    assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == ["manifest.csv", "scan_p0001.jpg"]
+    names = sorted(p.name for p in (tmp_path / "dataset").iterdir())
+    assert names == ["manifest.csv", "metadata.jsonl", "report.html", "scan_p0001.jpg", "scan_p0001.txt"]
 
 
 def test_cli_fails_with_one_line_when_nothing_can_be_done(tmp_path: Path) -> None:
@@ -56,5 +63,7 @@ def test_cli_fails_with_one_line_when_nothing_can_be_done(tmp_path: Path) -> Non
 def test_cli_help_explains_each_option() -> None:
     result = _cli("--help")
     assert result.returncode == 0
-    for option in ("--filter", "--threshold", "--size", "--quality", "--crop", "--gc-every", "DIR/", "OUT.zip"):
+    options = ["--filter", "--threshold", "--fit", "--size", "--min-side", "--upscale", "--quality", "--dedupe"]
+    options += ["--caption", "--trigger", "--kohya-config", "--crop", "--gc-every", "--workers", "--no-resume"]
+    for option in [*options, "DIR/", "OUT.zip", "structure", "sigma", "bucket", "max-side"]:
         assert option in result.stdout

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from factories import engraving, pdf_from_images, text_page
+from factories import ARTICLE, ARTICLE_CLI, engraving, pdf_from_images, text_page
 
 from pipeline import Options, run
 
@@ -36,7 +36,7 @@ def _contents(zip_path: Path) -> tuple[list[dict[str, str]], dict[str, bytes]]:
 
 
 def test_workers_give_the_same_output_in_the_same_order(tmp_path: Path, archive: Path) -> None:
-    options = Options(filter="sigma", size=64)
+    options = Options(**ARTICLE, size=64)
     run([archive], tmp_path / "one.zip", options, workers=1)
     run([archive], tmp_path / "two.zip", options, workers=2)
     assert _contents(tmp_path / "one.zip") == _contents(tmp_path / "two.zip")
@@ -56,7 +56,7 @@ def test_a_worker_killed_mid_run_costs_nothing(tmp_path: Path, archive: Path) ->
             worker.send_signal(signal.SIGKILL)
             killed.append(worker.pid)
 
-    summary = run([archive], tmp_path / "out.zip", Options(filter="sigma", size=64), kill_a_worker, workers=2)
+    summary = run([archive], tmp_path / "out.zip", Options(**ARTICLE, size=64), kill_a_worker, workers=2)
     rows, images = _contents(tmp_path / "out.zip")
     assert killed
     assert len(rows) == 60 and summary.errors == 0
@@ -65,7 +65,7 @@ def test_a_worker_killed_mid_run_costs_nothing(tmp_path: Path, archive: Path) ->
 
 def test_kill_9_then_rerun_completes_with_every_page_exactly_once(tmp_path: Path, archive: Path) -> None:
     command = [sys.executable, "-m", "pipeline", str(archive), "-o", str(tmp_path / "out.zip")]
-    command += ["--filter", "sigma", "--size", "256", "--workers", "2", "--gc-every", "1"]
+    command += [*ARTICLE_CLI, "--size", "256", "--workers", "2", "--gc-every", "1"]
     progress = tmp_path / "out.zip.progress"
     first = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 120

@@ -7,6 +7,7 @@ import numpy as np
 import pymupdf
 import pytest
 from factories import (
+    ARTICLE,
     blank_page,
     corrupt_page,
     encrypted_pdf,
@@ -41,7 +42,7 @@ def issue(tmp_path: Path) -> Path:
 
 
 def test_sigma_run_writes_a_row_per_page_matching_the_articles_decisions(tmp_path: Path, issue: Path) -> None:
-    summary = run([issue], tmp_path / "out.zip", Options(filter="sigma", threshold=45))
+    summary = run([issue], tmp_path / "out.zip", Options(**ARTICLE, threshold=45))
     rows, archive = _read(tmp_path / "out.zip")
     assert [row["page"] for row in rows] == ["1", "2", "3", "4", "5"]
     for index, row in enumerate(rows):
@@ -63,8 +64,8 @@ def test_sigma_run_writes_a_row_per_page_matching_the_articles_decisions(tmp_pat
 
 
 def test_size_and_quality_are_options(tmp_path: Path, issue: Path) -> None:
-    run([issue], tmp_path / "small.zip", Options(filter="sigma", size=256, quality=40))
-    run([issue], tmp_path / "fine.zip", Options(filter="sigma", size=256, quality=95))
+    run([issue], tmp_path / "small.zip", Options(**ARTICLE, size=256, quality=40))
+    run([issue], tmp_path / "fine.zip", Options(**ARTICLE, size=256, quality=95))
     _, small = _read(tmp_path / "small.zip")
     _, fine = _read(tmp_path / "fine.zip")
     name = "issue 1890_p0002.jpg"
@@ -84,7 +85,7 @@ def test_bad_files_and_pages_are_recorded_and_the_run_goes_on(tmp_path: Path) ->
     (inputs / "e_truncated.pdf").write_bytes(whole[: len(whole) * 2 // 3])
     pdf_from_images(inputs / "f_after.pdf", [engraving(600, 800, seed=7)])
 
-    summary = run([inputs], tmp_path / "out.zip", Options(filter="sigma", size=128))
+    summary = run([inputs], tmp_path / "out.zip", Options(**ARTICLE, size=128))
     rows, archive = _read(tmp_path / "out.zip")
     by_source = {}
     for row in rows:
@@ -111,7 +112,7 @@ def test_interrupted_run_keeps_what_was_written(tmp_path: Path) -> None:
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run([pdf], tmp_path / "out.zip", Options(filter="sigma", size=64), on_page=stop_after_three)
+        run([pdf], tmp_path / "out.zip", Options(**ARTICLE, size=64), on_page=stop_after_three)
     rows, archive = _read(tmp_path / "out.zip")
     assert [row["page"] for row in rows] == ["1", "2", "3"]
     assert archive.testzip() is None
@@ -122,7 +123,7 @@ def test_same_stem_in_two_folders_gets_distinct_names(tmp_path: Path) -> None:
     for folder in ("1890", "1891"):
         (tmp_path / folder).mkdir()
         pdf_from_images(tmp_path / folder / "issue.pdf", [engraving(300, 400)])
-    run([tmp_path / "1890", tmp_path / "1891"], tmp_path / "out", Options(filter="sigma", size=64))
+    run([tmp_path / "1890", tmp_path / "1891"], tmp_path / "out", Options(**ARTICLE, size=64))
     assert sorted(p.name for p in (tmp_path / "out").glob("*.jpg")) == ["issue_p0001.jpg", "issue~2_p0001.jpg"]
 
 

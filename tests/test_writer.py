@@ -1,11 +1,13 @@
 import csv
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from pipeline.distributor import PageImage
 from pipeline.fit import encode_jpeg, fit_square
 from pipeline.journal import ResumeMismatch
 from pipeline.manifest import COLUMNS, PageRecord
@@ -21,7 +23,8 @@ def _manifest(archive: zipfile.ZipFile) -> list[dict[str, str]]:
 def _commit(writer, page: int, kept: bool = True) -> None:
     name = f"doc_p{page:04d}.jpg"
     record = PageRecord("doc.pdf", page, kept=kept, score=float(page), outputs=[name] if kept else [])
-    writer.commit(("/x/doc.pdf", page), record, [(name, JPEG)] if kept else [])
+    images = [PageImage(name, JPEG, "0" * 32 + ":" + "0" * 16, (16, 16), False, None, None)] if kept else []
+    writer.commit(("/x/doc.pdf", page), record, images, [f"caption {page}"] * len(images))
 
 
 def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> None:
@@ -29,14 +32,16 @@ def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> 
     assert isinstance(writer, ZipWriter)
     _commit(writer, 1)
     _commit(writer, 2, kept=False)
-    writer.close(complete=True)
+    writer.close(complete=True, files={})
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         assert archive.getinfo("doc_p0001.jpg").compress_type == zipfile.ZIP_STORED
         assert archive.read("doc_p0001.jpg") == JPEG
+        assert archive.read("doc_p0001.txt") == b"caption 1"
+        assert json.loads(archive.read("metadata.jsonl"))["text"] == "caption 1"
         rows = _manifest(archive)
     assert list(rows[0]) == list(COLUMNS)
-    assert rows[0] == {"source": "doc.pdf", "page": "1", "kept": "true", "score": "1.0000", "boxes": "",
-                       "outputs": "doc_p0001.jpg", "error": ""}  # fmt: skip
+    assert (rows[0]["source"], rows[0]["page"], rows[0]["kept"], rows[0]["score"]) == ("doc.pdf", "1", "true", "1.0000")
+    assert rows[0]["outputs"] == "doc_p0001.jpg" and rows[0]["error"] == ""
     assert rows[1]["kept"] == "false" and rows[1]["outputs"] == ""
     assert not (tmp_path / "out.zip.progress").exists()  # a complete run leaves only the output
 
@@ -44,12 +49,12 @@ def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> 
 def test_folder_writer_flushes_each_manifest_row(tmp_path: Path) -> None:
     writer = open_writer(tmp_path / "dataset", "run")
     assert isinstance(writer, FolderWriter)
-    writer.commit(("/x/a.pdf", None), PageRecord("a.pdf", None, error="a.pdf: not a PDF"), [])
+    writer.commit(("/x/a.pdf", None), PageRecord("a.pdf", None, error="a.pdf: not a PDF"), [], [])
     rows = list(csv.DictReader((tmp_path / "dataset" / "manifest.csv").open()))
-    assert rows == [{"source": "a.pdf", "page": "", "kept": "false", "score": "", "boxes": "", "outputs": "",
-                     "error": "a.pdf: not a PDF"}]  # fmt: skip
-    writer.close(complete=True)
-    assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == ["manifest.csv"]
+    assert rows == [dict.fromkeys(COLUMNS, "") | {"source": "a.pdf", "kept": "false", "error": "a.pdf: not a PDF"}]
+    writer.close(complete=True, files={"report.html": ["<html>", "</html>"]})
+    assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == ["manifest.csv", "metadata.jsonl", "report.html"]
+    assert (tmp_path / "dataset" / "report.html").read_text() == "<html></html>"
 
 
 @pytest.mark.parametrize("output", ["out.zip", "dataset/"])
@@ -65,11 +70,14 @@ def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_pat
     second = open_writer(tmp_path / output, "run")
     assert second.journal.done == {("/x/doc.pdf", 1), ("/x/doc.pdf", 2), ("/x/doc.pdf", 3)}
     _commit(second, 4)
-    second.close(complete=True)
+    second.close(complete=True, files={})
     if output.endswith(".zip"):
         with zipfile.ZipFile(tmp_path / output) as archive:
             assert archive.testzip() is None
-            assert sorted(archive.namelist()) == ["doc_p0001.jpg", "doc_p0003.jpg", "doc_p0004.jpg", "manifest.csv"]
+            images = sorted(name for name in archive.namelist() if name.endswith(".jpg"))
+            assert images == ["doc_p0001.jpg", "doc_p0003.jpg", "doc_p0004.jpg"]
+            metadata = [json.loads(line)["file_name"] for line in archive.read("metadata.jsonl").splitlines()]
+            assert metadata == images
             rows = _manifest(archive)
     else:
         rows = list(csv.DictReader((tmp_path / output / "manifest.csv").open()))
@@ -80,12 +88,12 @@ def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_pat
 def test_resuming_a_different_run_is_refused(tmp_path: Path) -> None:
     writer = open_writer(tmp_path / "out.zip", "run-a")
     _commit(writer, 1)
-    writer.close(complete=False)
+    writer.close(complete=False, files={})
     with pytest.raises(ResumeMismatch, match="--no-resume"):
         open_writer(tmp_path / "out.zip", "run-b")
     fresh = open_writer(tmp_path / "out.zip", "run-b", resume=False)
     assert fresh.journal.done == set()
-    fresh.close(complete=True)
+    fresh.close(complete=True, files={})
 
 
 def test_manifest_records_boxes_as_page_fractions() -> None:
@@ -104,7 +112,7 @@ def test_read_images_returns_jpegs_with_names(tmp_path: Path) -> None:
     writer = open_writer(tmp_path / "out.zip", "run")
     for page in range(3):
         _commit(writer, page)
-    writer.close(complete=True)
+    writer.close(complete=True, files={})
     images = read_images(tmp_path / "out.zip", limit=2)
     assert [name for _, name in images] == ["doc_p0000.jpg", "doc_p0001.jpg"]
     assert images[0][0].size == (16, 16)

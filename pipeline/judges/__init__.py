@@ -10,21 +10,27 @@ import importlib
 
 from pipeline.judges.base import Box, Judge, Verdict
 
-JUDGES: dict[str, str] = {
-    "sigma": "pipeline.judges.sigma:SigmaJudge",
-    "structure": "pipeline.judges.structure:StructureJudge",
+JUDGES: dict[str, tuple[str, float]] = {
+    "sigma": ("pipeline.judges.sigma:SigmaJudge", 45.0),
+    "structure": ("pipeline.judges.structure:StructureJudge", 0.5),
 }
+"""Name → (class, default threshold). The defaults live here so that a process can know them without
+importing the judge (the main process of a parallel run needs the threshold for the report)."""
 DEFAULT_JUDGE = "structure"
+
+
+def threshold_of(name: str, threshold: float | None = None) -> float:
+    """``threshold``, or the judge's documented default when it is ``None``."""
+    if name not in JUDGES:
+        raise ValueError(f"unknown filter {name!r}; choose one of {', '.join(sorted(JUDGES))}")
+    return JUDGES[name][1] if threshold is None else threshold
 
 
 def make_judge(name: str = DEFAULT_JUDGE, threshold: float | None = None) -> Judge:
     """Build a judge by name; ``threshold=None`` keeps the judge's documented default."""
-    try:
-        module, attribute = JUDGES[name].split(":")
-    except KeyError:
-        raise ValueError(f"unknown filter {name!r}; choose one of {', '.join(sorted(JUDGES))}") from None
-    factory = getattr(importlib.import_module(module), attribute)
-    return factory() if threshold is None else factory(threshold=threshold)
+    threshold = threshold_of(name, threshold)
+    module, attribute = JUDGES[name][0].split(":")
+    return getattr(importlib.import_module(module), attribute)(threshold=threshold)
 
 
-__all__ = ["DEFAULT_JUDGE", "JUDGES", "Box", "Judge", "Verdict", "make_judge"]
+__all__ = ["DEFAULT_JUDGE", "JUDGES", "Box", "Judge", "Verdict", "make_judge", "threshold_of"]

@@ -23,6 +23,7 @@ import gradio as gr
 
 import models
 from pipeline import NothingToDo, Options, OutputError, PdfError, Progress, check_pdf, run
+from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
 from pipeline.manifest import PageRecord
 from pipeline.writer import read_images
@@ -81,6 +82,7 @@ def pdf_to_dataset(
     threshold: float | None = None,
     size: int = 1024,
     filter_name: str = DEFAULT_JUDGE,
+    fit: str = Options().fit,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
 ) -> tuple[str, str, list[tuple[object, str]]]:
     """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing)."""
@@ -88,7 +90,7 @@ def pdf_to_dataset(
         raise _pdf_error("No PDF: upload a scanned PDF, then press Build dataset.")
     try:
         pages = check_pdf(pdf)
-        options = Options(filter=filter_name, threshold=threshold, size=int(size))
+        options = Options(filter=filter_name, threshold=threshold, size=int(size), fit=fit)
     except (PdfError, ValueError) as exc:
         raise _pdf_error(str(exc)) from None
     progress((0, pages), desc="Reading pages", unit="pages")
@@ -98,13 +100,19 @@ def pdf_to_dataset(
 
     zip_path = _work_dir() / f"{Path(pdf).stem}_dataset.zip"
     try:
-        summary = run([pdf], zip_path, options, on_page=on_page)
+        summary = run([pdf], zip_path, options, on_page=on_page, resume=False)
     except (NothingToDo, OutputError, PdfError) as exc:
         raise _pdf_error(str(exc)) from None
     text = (
         f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), "
-        f"{summary.errors} errors, {summary.seconds:.1f} s. The zip holds the images and manifest.csv "
-        "(one row per page with its filter score, so you can re-threshold later)."
+        f"{summary.errors} errors, {summary.seconds:.1f} s."
+    )
+    dropped = [f"{n} {what}" for n, what in ((summary.too_small, "too small"), (summary.duplicates, "duplicates"))]
+    if summary.too_small or summary.duplicates:
+        text += f" Kept but not written: {', '.join(dropped)}."
+    text += (
+        " The zip holds the images, manifest.csv (one row per page with its filter score, to re-threshold "
+        "later) and report.html."
     )
     if summary.pages and not summary.kept:
         text += " No page passed the filter: try a lower threshold."
@@ -158,8 +166,14 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
                     label="Filter threshold",
                     info=f"Empty = the filter's own default ({_JUDGE_DEFAULTS})",
                 )
-                size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px, square)")
+                size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px)")
                 filter_name = gr.Dropdown(sorted(JUDGES), value=DEFAULT_JUDGE, label="Filter")
+                fit = gr.Dropdown(
+                    list(FIT_MODES),
+                    value=Options().fit,
+                    label="Fit",
+                    info="bucket: nearest SDXL bucket of about size² px · square: size×size · max-side: longest side",
+                )
                 build_btn = gr.Button("Build dataset", variant="primary")
             with gr.Column():
                 dataset_zip = gr.File(label="Dataset (zip with manifest.csv)")
@@ -172,7 +186,7 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
     )
     build_btn.click(
         pdf_to_dataset,
-        inputs=[pdf, threshold, size, filter_name],
+        inputs=[pdf, threshold, size, filter_name, fit],
         outputs=[dataset_zip, summary, kept_gallery],
         api_name="pdf_to_dataset",
         concurrency_limit=1,

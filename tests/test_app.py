@@ -80,8 +80,9 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["fake_jpg"] = d / "fake.jpg"
     out["fake_jpg"].write_text("this is a text file, not a photo")
 
-    noise = io.BytesIO()
-    Image.fromarray(rng.integers(0, 255, (200, 150), dtype=np.uint8)).save(noise, format="PNG")
+    noise = io.BytesIO()  # a 768x1024 "scan" of big grey blocks: high σ, above the 512 px minimum side, small JPEG
+    blocks = np.kron(rng.integers(0, 255, (32, 24), dtype=np.uint8), np.ones((32, 32), dtype=np.uint8))
+    Image.fromarray(blocks).save(noise, format="JPEG", quality=80)
     doc = pymupdf.open()
     picture = doc.new_page(width=300, height=400)
     picture.insert_image(picture.rect, stream=noise.getvalue())
@@ -194,7 +195,12 @@ def test_resident_policy_loads_once(
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     zip_path, summary, gallery = (
         client.predict(  # sigma pinned: a noise picture vs a few text lines is its textbook case
-            pdf=handle_file(files["pdf"]), threshold=40.0, size=256, filter_name="sigma", api_name="/pdf_to_dataset"
+            pdf=handle_file(files["pdf"]),
+            threshold=40.0,
+            size=256,
+            filter_name="sigma",
+            fit="square",
+            api_name="/pdf_to_dataset",
         )
     )
 

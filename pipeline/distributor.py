@@ -74,7 +74,8 @@ class Distributor:
 
     def __init__(self, workers: int, tasks_per_worker: int = 50) -> None:
         self.workers = workers
-        self._tasks_per_worker = tasks_per_worker
+        self._tasks_per_pool = tasks_per_worker * workers
+        self._submitted = 0
         # forkserver without preload: workers start clean (nothing inherited from this process) and no
         # preloaded server sits in memory beside them.
         self._context = multiprocessing.get_context("forkserver")
@@ -101,10 +102,13 @@ class Distributor:
             for task in tasks:
                 yield task, process_task(task, options)
             return
-        queue = iter(tasks)
+        queue = PeekableTasks(tasks)
         pending: deque[tuple[Task, Future]] = deque()
         self._refill(pending, queue, options)
-        while pending:
+        while pending or self._recycle(queue):
+            if not pending:
+                self._refill(pending, queue, options)
+                continue
             task, future = pending.popleft()
             try:
                 results = future.result()
@@ -127,18 +131,47 @@ class Distributor:
             yield task, results
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(self.workers, mp_context=self._context, max_tasks_per_child=self._tasks_per_worker)
+        # Recycling is done by restarting the pool (``_recycle``), not with ``max_tasks_per_child``: on
+        # CPython 3.11 an executor whose workers exit after their quota can fail to replace them and hang.
+        self._submitted = 0
+        return ProcessPoolExecutor(self.workers, mp_context=self._context)
 
     def _restart(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = self._new_pool()
 
-    def _refill(self, pending: deque, queue: Iterator[Task], options: Options) -> None:
-        while len(pending) < 2 * self.workers:
-            task = next(queue, None)
+    def _recycle(self, queue: PeekableTasks) -> bool:
+        """Once the pool has run its quota and drained, replace its workers; ``False`` when no task is left."""
+        if not queue.has_more():
+            return False
+        self._restart()
+        return True
+
+    def _refill(self, pending: deque, queue: PeekableTasks, options: Options) -> None:
+        while len(pending) < 2 * self.workers and self._submitted < self._tasks_per_pool:
+            task = queue.next()
             if task is None:
                 return
+            self._submitted += 1
             pending.append((task, self._pool.submit(process_task, task, options)))
+
+
+class PeekableTasks:
+    """An iterator of tasks that can say whether another one is coming without losing it."""
+
+    def __init__(self, tasks: Iterable[Task]) -> None:
+        self._tasks = iter(tasks)
+        self._head: Task | None = None
+
+    def has_more(self) -> bool:
+        if self._head is None:
+            self._head = next(self._tasks, None)
+        return self._head is not None
+
+    def next(self) -> Task | None:
+        task = self._head if self._head is not None else next(self._tasks, None)
+        self._head = None
+        return task
 
 
 def _crashed(task: Task) -> list[PageResult]:

@@ -89,3 +89,18 @@ def test_kill_9_then_rerun_completes_with_every_page_exactly_once(tmp_path: Path
     assert sorted(images) == sorted(name for r in rows for name in r["outputs"].split(";") if name)
     assert len(images) == 40
     assert not progress.exists()
+
+
+def test_workers_are_recycled_and_the_run_still_completes_in_order(tmp_path: Path, archive: Path) -> None:
+    from pipeline.distributor import Distributor, Task
+
+    pdf = (archive / "issue0.pdf").resolve()
+    tasks = [Task(pdf, "issue0", (page,)) for page in range(12)]
+    pids = set()
+    with Distributor(2, tasks_per_worker=2) as distributor:
+        results = []
+        for task, outcome in distributor.run(tasks, Options(**ARTICLE, size=64)):
+            results.append((task.pages[0], outcome[0].record.page))
+            pids.update(child.pid for child in psutil.Process().children(recursive=True))
+    assert results == [(page, page + 1) for page in range(12)]
+    assert len(pids) >= 4, "the pool was never replaced"

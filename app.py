@@ -12,6 +12,7 @@ import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling
 
 # isort: split
 import atexit
+import io
 import os
 import shutil
 import tempfile
@@ -20,13 +21,15 @@ import uuid
 from pathlib import Path
 
 import gradio as gr
+from PIL import Image
 
 import models
 from pipeline import NothingToDo, Options, OutputError, PdfError, Progress, check_pdf, run
 from pipeline.fit import MODES as FIT_MODES
-from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
+from pipeline.judges import DEFAULT_JUDGE, JUDGES, threshold_of
 from pipeline.manifest import PageRecord
-from pipeline.writer import read_images
+from pipeline.report import histogram, histogram_svg
+from pipeline.writer import read_images, read_manifest
 
 GPU_DURATION = int(os.environ.get("GPU_DURATION", "20"))
 """Seconds of ZeroGPU requested per classify call; quota is charged on this, so keep it tight."""
@@ -39,7 +42,7 @@ WORK_MAX_AGE_S = 3600
 CLASSIFIER = models.make_classifier()
 """Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
 
-_JUDGE_DEFAULTS = ", ".join(f"{name}: {make_judge(name).threshold:g}" for name in sorted(JUDGES))
+_JUDGE_DEFAULTS = ", ".join(f"{name}: {threshold_of(name):g}" for name in sorted(JUDGES))
 _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
 atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
 
@@ -84,8 +87,12 @@ def pdf_to_dataset(
     filter_name: str = DEFAULT_JUDGE,
     fit: str = Options().fit,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
-) -> tuple[str, str, list[tuple[object, str]]]:
-    """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing)."""
+) -> tuple[str, str, str, list[tuple[object, str]], list[tuple[object, str]]]:
+    """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing).
+
+    Returns the zip, a summary, the histogram of judge scores with the threshold (SVG), some kept images
+    and the rejected pages nearest the threshold, so the threshold can be judged before downloading.
+    """
     if not pdf:
         raise _pdf_error("No PDF: upload a scanned PDF, then press Build dataset.")
     try:
@@ -116,7 +123,13 @@ def pdf_to_dataset(
     )
     if summary.pages and not summary.kept:
         text += " No page passed the filter: try a lower threshold."
-    return str(summary.output), text, read_images(summary.output, limit=GALLERY_LIMIT)
+    scores = [float(row["score"]) for row in read_manifest(summary.output) if row["score"]]
+    chart = histogram_svg(histogram(scores, summary.threshold)) if scores else ""
+    rejected = [
+        (Image.open(io.BytesIO(thumb.jpeg)), f"{thumb.label} · score {thumb.score:.2f}")
+        for thumb in summary.borderline.thumbnails(kept=False)
+    ]
+    return str(summary.output), text, chart, read_images(summary.output, limit=GALLERY_LIMIT), rejected
 
 
 def _pdf_error(message: str) -> gr.Error:
@@ -178,7 +191,9 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
             with gr.Column():
                 dataset_zip = gr.File(label="Dataset (zip with manifest.csv)")
                 summary = gr.Textbox(label="Summary", lines=3)
-                kept_gallery = gr.Gallery(label="Some kept pages", columns=4, height=360)
+                score_chart = gr.HTML(label="Judge scores (threshold in red)")
+                kept_gallery = gr.Gallery(label="Kept", columns=4, height=300)
+                rejected_gallery = gr.Gallery(label="Rejected, nearest the threshold", columns=4, height=300)
 
     # ------------------------------------------------------------ wiring
     classify_btn.click(
@@ -187,7 +202,7 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
     build_btn.click(
         pdf_to_dataset,
         inputs=[pdf, threshold, size, filter_name, fit],
-        outputs=[dataset_zip, summary, kept_gallery],
+        outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery],
         api_name="pdf_to_dataset",
         concurrency_limit=1,
     )

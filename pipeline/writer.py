@@ -169,6 +169,16 @@ def read_images(output: str | Path, limit: int = 12) -> list[tuple[Image.Image, 
     return images
 
 
+def read_manifest(output: str | Path) -> list[dict[str, str]]:
+    """The manifest rows of a finished output (zip or folder)."""
+    path = Path(output)
+    if path.is_dir():
+        with (path / MANIFEST).open(encoding="utf-8", newline="") as handle:
+            return list(csv.DictReader(handle))
+    with zipfile.ZipFile(path) as archive, archive.open(MANIFEST) as raw:
+        return list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline="")))
+
+
 def _write_manifest(handle: io.TextIOBase, journal: Journal) -> csv.DictWriter:
     writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

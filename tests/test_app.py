@@ -193,7 +193,7 @@ def test_resident_policy_loads_once(
 
 
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, gallery = (
+    zip_path, summary, chart, gallery, rejected = (
         client.predict(  # sigma pinned: a noise picture vs a few text lines is its textbook case
             pdf=handle_file(files["pdf"]),
             threshold=40.0,
@@ -215,10 +215,12 @@ def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     assert jpgs == ["gazette_p0001.jpg"]
     assert summary.startswith("2 pages seen, 1 kept")
     assert len(gallery) == 1
+    assert "<svg" in chart and "threshold 40" in chart
+    assert len(rejected) == 1 and "p2" in rejected[0]["caption"]
 
 
 def test_pdf_to_dataset_defaults(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, _ = client.predict(handle_file(files["pdf"]), api_name="/pdf_to_dataset")
+    zip_path, summary, *_ = client.predict(handle_file(files["pdf"]), api_name="/pdf_to_dataset")
     assert zipfile.is_zipfile(zip_path)
     assert summary.startswith("2 pages seen")
 
@@ -257,7 +259,7 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
     def progress(value: tuple[int, int], desc: str | None = None, total: int | None = None, unit: str = "") -> None:
         calls.append(value)
 
-    zip_path, _, _ = app.pdf_to_dataset(str(files["pdf"]), size=256, progress=progress)
+    zip_path, *_ = app.pdf_to_dataset(str(files["pdf"]), size=256, progress=progress)
     assert calls == [(0, 2), (1, 2), (2, 2)]
     assert zipfile.is_zipfile(zip_path)
 

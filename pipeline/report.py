@@ -215,7 +215,8 @@ def render_report(
         f"<title>{html.escape(title)}</title>",
         "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}th{text-align:left;padding-right:1em}"
         "figure{display:inline-block;margin:4px;text-align:center;font-size:12px;width:210px;vertical-align:top}"
-        "figure img{max-width:200px;max-height:200px;border:1px solid #ccc}</style></head><body>",
+        "figure img{max-width:200px;max-height:200px;border:1px solid #ccc}figcaption{overflow-wrap:anywhere}"
+        "</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<table class='counts'>{table}</table>",
         f"<h2>Judge scores</h2><p>{judge_text}threshold <b>{threshold:g}</b>: pages scoring above it were kept "

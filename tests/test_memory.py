@@ -16,7 +16,8 @@ rss = {}
 def on_page(record, progress):
     if progress.done in (30, 300):
         rss[progress.done] = psutil.Process().memory_info().rss
-summary = run([sys.argv[1]], sys.argv[2], Options(filter="sigma", fit="square", upscale=True, min_side=1, dedupe=None), on_page)
+options = Options(filter="sigma", fit="square", upscale=True, min_side=1, dedupe=None)
+summary = run([sys.argv[1]], sys.argv[2], options, on_page)
 print(json.dumps({"rss": rss, "kept": summary.kept, "pages": summary.pages}))
 """
 

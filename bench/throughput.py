@@ -4,7 +4,8 @@ reference, so the same work) and with its default filter.
 
 ``python bench/throughput.py ../shared/data/pdfs [--scale 10] [--workers N]`` merges the PDFs into one,
 optionally repeated ``--scale`` times, and prints pages/s, pages/hour, whole-process-tree peak RSS and the
-ratio to the reference. Every method runs in a fresh process; RSS is sampled every 20 ms.
+ratio to the reference. Every method runs in a fresh process; memory is sampled every 20 ms, as the summed RSS
+of the process tree and as its summed PSS (workers share library pages, which RSS counts once per process).
 """
 
 from __future__ import annotations
@@ -86,7 +87,7 @@ def main() -> None:
             methods["pdf2image/poppler"] = [sys.executable, "-c", PDF2IMAGE, str(merged), out("p2i")]
         else:
             print("pdf2image/poppler: not installed (pip install pdf2image; apt install poppler-utils), skipped")
-        print(f"{'method':<28}{'pages/s':>9}{'pages/h':>10}{'peak RSS MB':>13}{'× reference':>13}")
+        print(f"{'method':<28}{'pages/s':>9}{'pages/h':>10}{'peak RSS MB':>13}{'peak PSS MB':>13}{'× reference':>13}")
         reference = None
         for name, command in methods.items():
             if any(skip in name for skip in args.skip):
@@ -94,7 +95,8 @@ def main() -> None:
             result = measure(command)
             rate = pages / result.seconds
             reference = reference or rate
-            print(f"{name:<28}{rate:9.2f}{rate * 3600:10.0f}{result.peak_rss_mb:13.0f}{rate / reference:13.2f}")
+            memory = f"{result.peak_rss_mb:13.0f}{result.peak_pss_mb:13.0f}"
+            print(f"{name:<28}{rate:9.2f}{rate * 3600:10.0f}{memory}{rate / reference:13.2f}")
 
 
 if __name__ == "__main__":

@@ -52,6 +52,12 @@ SDXL_BUCKETS: tuple[tuple[int, int], ...] = (
 """SDXL's training resolutions (width, height) around 1 MP, landscape and portrait."""
 
 
+REDUCING_GAP = 2.0
+"""Pillow's two-step LANCZOS for bucket and max-side fits: an integer box reduction first, then LANCZOS over
+at least twice the target. Measured on a 2× newspaper view (3354×5090 → 832×1216): 43 ms instead of 92 ms,
+mean difference 0.66 grey levels. ``square`` keeps the article's plain LANCZOS, for fidelity."""
+
+
 class TooSmall(ValueError):
     """The image's shorter side is below ``min_side``; the caller drops it and records why."""
 
@@ -145,7 +151,8 @@ def fit(image: np.ndarray | Image.Image, spec: Fit) -> Fitted:
     scale = max(target_w / width, target_h / height)
     if scale <= 1 or spec.upscale:
         cover = (max(target_w, math.ceil(width * scale - 1e-6)), max(target_h, math.ceil(height * scale - 1e-6)))
-        return Fitted(_center_crop(_resize(picture, cover), (target_w, target_h)), (width, height), scale > 1, False)
+        resized = _resize(picture, cover, REDUCING_GAP)
+        return Fitted(_center_crop(resized, (target_w, target_h)), (width, height), scale > 1, False)
     crop_w, crop_h = _largest_with_aspect(width, height, target_w / target_h)
     return Fitted(_center_crop(picture, (_floor_step(crop_w), _floor_step(crop_h))), (width, height), False, True)
 
@@ -180,12 +187,14 @@ def encode_jpeg(image: Image.Image, quality: int) -> bytes:
 def _fit_max_side(picture: Image.Image, target: tuple[int, int], upscale: bool) -> Fitted:
     width, height = picture.size
     if max(width, height) > max(target) or (upscale and max(width, height) < max(target)):
-        return Fitted(_resize(picture, target), (width, height), max(width, height) < max(target), False)
+        return Fitted(_resize(picture, target, REDUCING_GAP), (width, height), max(width, height) < max(target), False)
     return Fitted(picture.copy(), (width, height), False, max(width, height) < max(target))
 
 
-def _resize(picture: Image.Image, size: tuple[int, int]) -> Image.Image:
-    return picture.copy() if picture.size == size else picture.resize(size, Image.Resampling.LANCZOS)
+def _resize(picture: Image.Image, size: tuple[int, int], reducing_gap: float | None = None) -> Image.Image:
+    if picture.size == size:
+        return picture.copy()
+    return picture.resize(size, Image.Resampling.LANCZOS, reducing_gap=reducing_gap)
 
 
 def _center_crop(picture: Image.Image, size: tuple[int, int]) -> Image.Image:

@@ -59,13 +59,13 @@ FALLBACK_ZOOM = 300 / 72
 
 
 def native_zoom(page: pymupdf.Page) -> float:
-    """The scan's own resolution in pixels per PDF point: rendering above it only interpolates pixels
-    that are not there (an upscale in disguise). The largest over the page's images; 300 dpi without any."""
-    scales = [
-        info["width"] / pymupdf.Rect(info["bbox"]).width
-        for info in page.get_image_info()
-        if pymupdf.Rect(info["bbox"]).width > 0 and info["width"] > 0
-    ]
+    """The scan's own resolution in pixels per PDF point: rendering above it only interpolates pixels that
+    are not there (an upscale in disguise). From the images' pixel sizes over the page's size (exact for a
+    full-page scan, a lower bound for smaller images, so never an upscale); without any image, 300 dpi.
+
+    Reading each image's placement instead (``get_image_info``) costs ~35 ms on a page with an OCR layer."""
+    rect = page.rect
+    scales = [max(image[2] / rect.width, image[3] / rect.height) for image in page.get_images(full=True)]
     return max(scales, default=FALLBACK_ZOOM)
 
 

@@ -43,14 +43,18 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
     record = PageRecord(source=Path(doc.name).name, page=index + 1)
     try:
         page = doc.load_page(index)
-        view = render(page, judge.zoom, judge.colorspace)
+        gray = is_grayscale(page)
+        # A grey scan rendered in RGB is three equal channels: render it grey (a third of the work); judges
+        # that ask for RGB accept a grey view, and their grey conversion of it is the identity.
+        view = render(page, judge.zoom, "gray" if gray else judge.colorspace)
         verdict = judge(view)
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(view)
         if verdict.keep:
-            result.images = _outputs(page, view, judge, verdict.boxes if options.crop else (), options, task, record)
+            boxes = verdict.boxes if options.crop else ()
+            result.images = _outputs(page, view, gray, judge, boxes, options, task, record)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -61,6 +65,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
 def _outputs(
     page: pymupdf.Page,
     view: np.ndarray,
+    gray: bool,
     judge: Judge,
     boxes: Sequence[Box],
     options: Options,
@@ -68,7 +73,7 @@ def _outputs(
     record: PageRecord,
 ) -> list[PageImage]:
     """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels."""
-    spec, gray, native = _fit_spec(options), is_grayscale(page), native_zoom(page)
+    spec, native = _fit_spec(options), native_zoom(page)
     images = []
     regions: Sequence[Box | None] = boxes or (None,)
     for number, box in enumerate(regions, start=1):

@@ -32,6 +32,7 @@ class Judge(Protocol):
     zoom: float
     """Scale of the view relative to the PDF's 72 dpi user space (2.0 = ``Matrix(2, 2)``)."""
     colorspace: Literal["gray", "rgb"]
+    """The view it wants. Grey scans are always handed over grey (``HxW``), so an ``rgb`` judge accepts both."""
     threshold: float
 
     def __call__(self, view: np.ndarray) -> Verdict:

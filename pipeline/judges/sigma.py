@@ -13,17 +13,16 @@ from pipeline.judges.base import Verdict
 
 @dataclass
 class SigmaJudge:
-    """Brightness σ as the article computes it: grey levels of the page at ``Matrix(2, 2)``, std > 45.
+    """Brightness σ as the article computes it: the page rendered RGB at ``Matrix(2, 2)``, cv2's grey, std > 45.
 
-    The view is rendered grey directly (for grey scans identical to the article's RGB render + cv2 grey,
-    and a third of the pixels); an RGB view is converted with cv2 as the article does.
+    Grey scans come as a grey view (the pipeline renders them grey: identical values, a third of the pixels).
     Kept for comparison and reproducibility: σ measures ink coverage and scan contrast, not pictures.
     """
 
     threshold: float = 45.0
     name: str = "sigma"
     zoom: float = 2.0
-    colorspace: Literal["gray", "rgb"] = "gray"
+    colorspace: Literal["gray", "rgb"] = "rgb"
 
     def __call__(self, view: np.ndarray) -> Verdict:
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view

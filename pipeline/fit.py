@@ -172,11 +172,6 @@ def render_scale(width: float, height: float, spec: Fit) -> float:
     return needed if spec.upscale else min(1.0, needed)
 
 
-def fit_square(image: np.ndarray, size: int) -> Image.Image:
-    """Resize to ``size``×``size`` with LANCZOS, as the seed article does (aspect ratio not kept)."""
-    return Image.fromarray(image).resize((size, size), Image.Resampling.LANCZOS)
-
-
 def encode_jpeg(image: Image.Image, quality: int) -> bytes:
     """JPEG bytes at ``quality`` (the article's 92 by default), ready for the writer."""
     buffer = io.BytesIO()

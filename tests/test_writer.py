@@ -6,14 +6,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PIL import Image
 
 from pipeline.distributor import PageImage
-from pipeline.fit import encode_jpeg, fit_square
+from pipeline.fit import encode_jpeg
 from pipeline.journal import ResumeMismatch
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.writer import FolderWriter, OutputError, ZipWriter, open_writer, read_images
 
-JPEG = encode_jpeg(fit_square(np.zeros((8, 8, 3), np.uint8), 16), 90)
+JPEG = encode_jpeg(Image.fromarray(np.zeros((16, 16, 3), np.uint8)), 90)
 
 
 def _manifest(archive: zipfile.ZipFile) -> list[dict[str, str]]:

@@ -164,6 +164,17 @@ class LoadedModel:
         return results
 
 
+def _load_to(model_id: str, device: torch.device) -> LoadedModel:
+    """Load and place the model on ``device``, counting the load in :data:`STATS` (both policies use it)."""
+    start = time.perf_counter()
+    model, processor = _load(model_id)
+    model.to(device)
+    STATS.loads += 1
+    STATS.last_load_ms = (time.perf_counter() - start) * 1000
+    STATS.last_model = weakref.ref(model)
+    return LoadedModel(model=model, processor=processor, device=device, model_id=model_id)
+
+
 def _free_cuda() -> None:
     gc.collect()
     if torch.cuda.is_available():
@@ -179,14 +190,7 @@ def loaded_model(model_id: str | None = None, device: str | torch.device | None 
     """
     model_id = model_id or model_id_from_env()
     dev = torch.device(device) if device is not None else torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    start = time.perf_counter()
-    model, processor = _load(model_id)
-    model.to(dev)
-    STATS.loads += 1
-    STATS.last_load_ms = (time.perf_counter() - start) * 1000
-    STATS.last_model = weakref.ref(model)
-    holder = LoadedModel(model=model, processor=processor, device=dev, model_id=model_id)
-    del model
+    holder = _load_to(model_id, dev)
     try:
         yield holder
     finally:
@@ -265,13 +269,7 @@ class ResidentClassifier:
 
     def _ensure(self) -> LoadedModel:
         if self._loaded is None:
-            start = time.perf_counter()
-            model, processor = _load(self.model_id)
-            model.to(self.device)
-            STATS.loads += 1
-            STATS.last_load_ms = (time.perf_counter() - start) * 1000
-            STATS.last_model = weakref.ref(model)
-            self._loaded = LoadedModel(model=model, processor=processor, device=self.device, model_id=self.model_id)
+            self._loaded = _load_to(self.model_id, self.device)
             self.load_error = None
         return self._loaded
 

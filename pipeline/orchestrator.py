@@ -86,8 +86,7 @@ def run(
         counts = distributor.map(_page_count, pdfs)
         writer = open_writer(output, _run_id(pdfs, options), resume)
         done = writer.journal.done
-        summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold))
-        summary.output = writer.path
+        summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         duplicates = _duplicate_index(writer.journal, options.dedupe)
         captions = options.captions()
         total = sum(max(count, 1) for count in counts)

@@ -117,7 +117,9 @@ def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[floa
     return verdicts, times
 
 
-def score(truth: dict, decided: dict) -> dict[str, float]:
+def score(truth: dict, decided: dict, per_page: dict | None = None) -> dict[str, float]:
+    """Page precision/recall/F1, pages kept and mean crop IoU; ``per_page`` (if given) receives each
+    scored book page's IoU, keyed like ``truth``."""
     tp = fp = fn = kept = 0
     ious = []
     for key, (label, boxes, group) in truth.items():
@@ -129,6 +131,8 @@ def score(truth: dict, decided: dict) -> dict[str, float]:
             if group == "book" and boxes:
                 crops = (pred or [(0.0, 0.0, 1.0, 1.0)]) if keep else []
                 ious.append(float(np.mean([max((iou(b, p) for p in crops), default=0.0) for b in boxes])))
+                if per_page is not None:
+                    per_page[key] = ious[-1]
         elif label == NEGATIVE:
             fp += keep
     p = tp / (tp + fp) if tp + fp else 0.0
@@ -143,6 +147,7 @@ def main() -> None:
     parser.add_argument("--judges", nargs="+", default=["structure", "sigma"], choices=sorted(JUDGES))
     parser.add_argument("--no-pipeline", action="store_true", help="judge renders in-process, skip the CLI")
     parser.add_argument("--errors", action="store_true", help="list the misjudged pages")
+    parser.add_argument("--ious", action="store_true", help="list the crop IoU of every scored book page")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="eval_purity_") as tmp:
@@ -158,7 +163,8 @@ def main() -> None:
                     decided = run_pipeline(name, inputs, work)
                 except (subprocess.SubprocessError, OSError, KeyError) as exc:
                     print(f"  {name}: the pipeline run failed ({exc!r}); scoring the in-process renders instead")
-            s = score(truth, decided)
+            per_page: dict[tuple[str, int], float] = {}
+            s = score(truth, decided, per_page)
             by_group = defaultdict(list)
             for (src, _page), ms in zip(in_process, times, strict=False):
                 by_group["books" if (work / "books" / src).exists() else "pdfs"].append(ms)
@@ -171,6 +177,9 @@ def main() -> None:
                     keep = decided.get(key, (False, []))[0]
                     if label != UNSCORED and keep != bool(label):
                         print(f"  {name}: {'FP' if keep else 'FN'} {key[0]} p{key[1]}")
+            if args.ious:
+                for key, value in sorted(per_page.items()):
+                    print(f"  {name}: IoU {value:.3f} {key[0]} p{key[1]}")
     source = "in-process renders" if args.no_pipeline else "python -m pipeline (manifest.csv)"
     print(f"\n{len(truth)} pages; decisions from {source}; ms = render + judge, 1 thread, median")
     head = f"{'judge':10s} {'precision':>9s} {'recall':>7s} {'F1':>6s} {'kept':>9s} {'IoU':>6s}"

@@ -330,3 +330,34 @@ def test_score_is_monotone_in_picture_size_and_threshold_moves_the_decision() ->
     engraving(img, (100, 100, 320, 320), seed=1)
     s = StructureJudge()(img).score
     assert StructureJudge(threshold=s - 0.01)(img).keep and not StructureJudge(threshold=s + 0.01)(img).keep
+
+
+# --- crop boundaries ---------------------------------------------------------------------------------
+
+
+def test_a_rule_touching_the_picture_does_not_stretch_its_crop(judge: StructureJudge) -> None:
+    """A page rule running past the picture is layout, not picture: the crop stays on the picture."""
+    img = paper(OCTAVO)
+    pic = (130, 60, 330, 260)
+    engraving(img, pic, seed=11, frame=False)
+    cv2.line(img, (129, 20), (129, 600), INK, 1)  # a rule grazing the picture's left edge
+    text_block(img, (140, 300, 360, 580), pitch=14, scale=0.38, seed=11)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
+
+
+def test_shaded_parts_joined_by_light_strokes_are_one_crop(judge: StructureJudge) -> None:
+    """Two hatched parts of one drawing, its light middle drawn in open strokes without a white gutter
+    between, give one crop; a second picture across a gutter of white paper stays separate."""
+    img = paper(A4)
+    left, right = (30, 100, 110, 300), (150, 100, 230, 300)
+    engraving(img, left, seed=12, frame=False)
+    engraving(img, right, seed=13, frame=False)
+    for y in range(100, 270, 10):  # the light middle: open diagonal strokes from one part to the other
+        cv2.line(img, (110, y), (150, y + 30), INK, 1)
+    below = (30, 400, 565, 700)
+    engraving(img, below, seed=14)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 2
+    assert iou(v.boxes[0], frac((30, 100, 230, 300), A4)) > 0.8
+    assert iou(v.boxes[1], frac(below, A4)) > 0.8

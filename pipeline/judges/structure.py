@@ -16,9 +16,10 @@ density along a short horizontal span* ("row-minimum density"); it is ~0 in text
 Where it is high (and no row of the window is much lighter than the darkest) lie picture *cores*. Cores
 are opened (thin strips go), closed into regions, and each region is scored from its own evidence:
 size, texture fill, solid-black share, aspect and edge variety. The crop then grows from the core along
-the picture's connected strokes (a line drawing's outline), within a bounded reach, and stops at the
-white gutter around it. All sizes are physical (millimetres at the view's nominal dpi), chosen from print
-conventions, so the same numbers serve books and newspapers.
+the picture's connected strokes (a line drawing's outline; rules excluded, which are layout and run on
+past the picture), within a bounded reach, and stops at the white gutter around it; pieces of one picture
+not separated by a white gutter become one crop. All sizes are physical (millimetres at the view's nominal
+dpi), chosen from print conventions, so the same numbers serve books and newspapers.
 
 Score: ``sigmoid(z)`` of a log-linear sum of those terms, written so that a region exactly at the
 reference values (``min_area``, ``fill_ref``, ``solid_ref``, ``max_aspect``, ``variety_ref``) scores 0.5;
@@ -143,9 +144,28 @@ def _grow_to_ink(inked: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) 
     return int(x0), int(y0), int(x1), int(y1)
 
 
-def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
-    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n]`` whose first four overlap, until none do:
-    the pieces of one picture become one crop. The second box is unioned too, the count summed."""
+def _joined(a: list, b: list, inked: np.ndarray, reach: int) -> bool:
+    """Whether boxes ``a`` and ``b`` (``x0, y0, x1, y1`` first) are one picture: they overlap, or they lie
+    side by side (or one above the other) less than ``reach`` apart with ink in every column (row) of the
+    gap between them, i.e. no white gutter separates them (a line drawing's light middle between two
+    shaded parts; two cuts, a cut and its caption, or text columns always have a gutter between)."""
+    if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+        return True
+    for lo, hi, s0, s1, axis in ((0, 2, 1, 3, 0), (1, 3, 0, 2, 1)):
+        gap0, gap1 = min(a[hi], b[hi]), max(a[lo], b[lo])
+        o0, o1 = max(a[s0], b[s0]), min(a[s1], b[s1])
+        # side by side along this axis: overlapping across it by half the smaller extent
+        if 0 <= gap1 - gap0 <= reach and o1 - o0 >= 0.5 * min(a[s1] - a[s0], b[s1] - b[s0]):
+            band = inked[o0:o1, gap0:gap1] if axis == 0 else inked[gap0:gap1, o0:o1].T
+            if band.shape[1] == 0 or band.any(axis=0).all():
+                return True
+    return False
+
+
+def _merge_overlapping(boxes: list[list[int]], inked: np.ndarray, reach: int) -> list[list[int]]:
+    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n, score]`` that are one picture (``_joined``),
+    until none are: the pieces of one picture become one crop. The second box is unioned too, the count
+    summed, the best score kept."""
     boxes = [b[:] for b in boxes]
     changed = True
     while changed:
@@ -153,7 +173,7 @@ def _merge_overlapping(boxes: list[list[int]]) -> list[list[int]]:
         for i in range(len(boxes)):
             for j in range(i + 1, len(boxes)):
                 a, b = boxes[i], boxes[j]
-                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                if _joined(a, b, inked, reach):
                     boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
                     boxes[i] += [min(a[4], b[4]), min(a[5], b[5]), max(a[6], b[6]), max(a[7], b[7])]
                     boxes[i] += [a[8] + b[8], max(a[9], b[9])]
@@ -196,7 +216,8 @@ class StructureJudge:
       touching a core, by at most ``reach`` x the core's size per side, then by up to ``grow_mm`` of
       adjacent ink, stopping at the first empty row/column (the gutter).
     * ``merge_score`` (0.25) -- cores scoring at least this x ``threshold`` are merged into one crop
-      when their crops overlap; weaker ones (headlines, ad cuts) never glue onto a picture.
+      when their crops overlap or lie < 2 x ``merge_mm`` apart with no white gutter between; weaker ones
+      (headlines, ad cuts) never glue onto a picture.
     * ``ink_lo`` / ``ink_hi`` -- local contrast mapped to ink 0..1 (paper grain and bleed-through are 0).
     """
 
@@ -204,6 +225,7 @@ class StructureJudge:
     min_area: float = 0.02
     zoom: float = 1.0
     colorspace: Literal["gray", "rgb"] = "gray"
+    exact_within: float = 0.0  # defined on any faithful view: a scan's decoded view is judged as it is
     name: str = "structure"
     span_mm: float = 6.0
     pitch_mm: float = 7.0
@@ -243,8 +265,9 @@ class StructureJudge:
             return [], dark
         ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
         ink[border_mask(gray)] = 0.0
-        raw = ink > 0.3
         ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
+        # strokes without rules: a page or column rule touching a picture would join it to everything else
+        raw = ink > 0.3
         # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
         f = 3
         wf = max(1, w // f)
@@ -326,7 +349,8 @@ class StructureJudge:
         # only cores that are pictures in their own right are cropped (and merged when their crops
         # overlap); headlines and cuts below the threshold must not glue onto a neighbouring picture
         kept = [b for b in boxes if b[9] >= self.merge_score * self.threshold]
-        groups = _merge_overlapping(kept) + [b for b in boxes if b[9] < self.merge_score * self.threshold]
+        weak = [b for b in boxes if b[9] < self.merge_score * self.threshold]
+        groups = _merge_overlapping(kept, inked, _px(2 * self.merge_mm, dpi)) + weak
         out: list[Region] = []
         for x0, y0, x1, y1, cx0, cy0, cx1, cy1, core_px, best in groups:
             bw, bh = x1 - x0, y1 - y0

@@ -10,7 +10,7 @@ scores its ``manifest.csv`` (``kept``, ``boxes``) against the labels:
 * IoU: for each book page labelled ``illustration`` with ground-truth boxes, every true box is matched
   to the best predicted box (a kept page without boxes counts as the whole page; a rejected page as 0),
   averaged per page, then over pages;
-* ms/page: median over all pages of the low-res render the judge asks for (its ``zoom``/``colorspace``)
+* ms/page: median over all pages of the judge's view as a worker makes it (the scan decoded, or the page drawn)
   plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process.
 
 ``--no-pipeline`` judges the renders in-process instead of running the CLI (same zoom and colorspace).
@@ -42,6 +42,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from wrap_pages import wrap_pages  # noqa: E402
 
 from pipeline.judges import JUDGES, make_judge  # noqa: E402
+from pipeline.worker import judge_page  # noqa: E402
 
 Box = tuple[float, float, float, float]
 POSITIVE, NEGATIVE, UNSCORED = 1, 0, -1
@@ -99,19 +100,18 @@ def run_pipeline(judge: str, inputs: list[Path], work: Path) -> dict[tuple[str, 
 
 
 def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[float]]:
-    """Render each page as the judge asks and judge it in-process; return verdicts and ms per page."""
+    """Judge each page in-process as a pipeline worker does (``pipeline.worker.judge_page``: the scan decoded
+    where the page is one, else MuPDF's drawing), from a cold MuPDF store; return verdicts and ms per page."""
     cv2.setNumThreads(1)
     judge = make_judge(judge_name)
-    cs = pymupdf.csGRAY if judge.colorspace == "gray" else pymupdf.csRGB
     verdicts, times = {}, []
     for folder in inputs:
         for path in sorted(folder.glob("*.pdf")):
             with pymupdf.open(path) as doc:
                 for index, page in enumerate(doc):
+                    pymupdf.TOOLS.store_shrink(100)  # the worker empties the store after every page
                     t = time.perf_counter()
-                    pix = page.get_pixmap(matrix=pymupdf.Matrix(judge.zoom, judge.zoom), colorspace=cs)
-                    view = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
-                    verdict = judge(view[..., 0] if pix.n == 1 else view)
+                    verdict = judge_page(page, judge)[0]
                     times.append(1000 * (time.perf_counter() - t))
                     verdicts[(path.name, index + 1)] = (verdict.keep, list(verdict.boxes))
     return verdicts, times

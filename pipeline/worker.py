@@ -15,11 +15,12 @@ from pipeline.cleanup import Cleanup
 from pipeline.dedupe import fingerprint
 from pipeline.distributor import PageImage, PageResult, Task
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
-from pipeline.judges import Box, Judge, make_judge
+from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import thumbnail_jpeg
+from pipeline.scan import Scan, find_scan
 from pipeline.source import PdfError, open_pdf
 
 
@@ -43,18 +44,14 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
     record = PageRecord(source=Path(doc.name).name, page=index + 1)
     try:
         page = doc.load_page(index)
-        gray = is_grayscale(page)
-        # A grey scan rendered in RGB is three equal channels: render it grey (a third of the work); judges
-        # that ask for RGB accept a grey view, and their grey conversion of it is the identity.
-        view = render(page, judge.zoom, "gray" if gray else judge.colorspace)
-        verdict = judge(view)
+        verdict, view, scan, gray = judge_page(page, judge)
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(view)
         if verdict.keep:
             boxes = verdict.boxes if options.crop else ()
-            result.images = _outputs(page, view, gray, judge, boxes, options, task, record)
+            result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -62,8 +59,25 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         return PageResult(record)
 
 
+def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, Scan | None, bool]:
+    """The judge's verdict from the cheapest faithful view of ``page``; also the view, the page's scan (if it
+    is one) and whether it is grey, for rendering what is kept."""
+    scan = find_scan(page)
+    gray = scan.gray if scan is not None else is_grayscale(page)
+    # A grey scan rendered in RGB is three equal channels: render it grey (a third of the work); judges
+    # that ask for RGB accept a grey view, and their grey conversion of it is the identity.
+    colorspace = "gray" if gray else judge.colorspace
+    view = render(page, judge.zoom, colorspace, scan=scan)
+    verdict = judge(view)
+    if scan is not None and abs(verdict.score - judge.threshold) < judge.exact_within:
+        view = render(page, judge.zoom, colorspace)  # too close to call on the decoded scan: MuPDF's drawing
+        verdict = judge(view)
+    return verdict, view, scan, gray
+
+
 def _outputs(
     page: pymupdf.Page,
+    scan: Scan | None,
     view: np.ndarray,
     gray: bool,
     judge: Judge,
@@ -86,7 +100,7 @@ def _outputs(
             record.too_small.append(name)
             continue
         reusable = box is None and judge.zoom >= zoom and (view.ndim == 3 or gray)
-        image = view if reusable else render(page, zoom, "gray" if gray else "rgb", box)
+        image = view if reusable else render(page, zoom, "gray" if gray else "rgb", box, scan)
         try:
             fitted = fit(image, spec)
         except TooSmall:

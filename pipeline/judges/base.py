@@ -34,6 +34,9 @@ class Judge(Protocol):
     colorspace: Literal["gray", "rgb"]
     """The view it wants. Grey scans are always handed over grey (``HxW``), so an ``rgb`` judge accepts both."""
     threshold: float
+    exact_within: float
+    """Scores this close to the threshold, judged on a view decoded from the page's scan, are judged again on
+    MuPDF's own drawing of the page (0: the judge is defined on any faithful view of the page)."""
 
     def __call__(self, view: np.ndarray) -> Verdict:
         """Judge a page from its view: ``HxW`` uint8 (gray) or ``HxWx3`` uint8 (rgb)."""

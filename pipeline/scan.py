@@ -1,0 +1,178 @@
+"""Read a scanned page's own image instead of having MuPDF draw the page.
+
+Most archive pages are one full-page scan, often under an invisible OCR text layer. Drawing such a page
+makes MuPDF interpret the text layer, decode the scan and run its general image scaler: 100–250 ms for a
+newspaper page. When the page *is* its image — one opaque, upright image covering the page, nothing visible
+drawn over it — the same pixels come from decoding the image at a reduced size (MuPDF subsamples JPEGs
+while decoding) and one OpenCV area resize: 3–10× cheaper (``bench/scan_view.py``). Anything less simple
+(a rotated or flipped scan, masks, transparency, clips, vector art or visible text on top) is not a scan and
+is rendered as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import cv2
+import numpy as np
+import pymupdf
+
+from pipeline.judges import Box
+
+mupdf = pymupdf.mupdf
+
+COVER_TOLERANCE = 1.0
+"""How far (PDF points) the image's edges may fall inside the page's and still count as covering it."""
+
+
+@dataclass(frozen=True)
+class Scan:
+    """A page that is exactly one image: the image, where it lies on the page, its pixels and channels."""
+
+    image: mupdf.FzImage
+    rect: pymupdf.Rect
+    """The image's rectangle on the page (PDF points, MuPDF's top-down coordinates)."""
+    width: int
+    height: int
+    gray: bool
+    """One channel (grey or 1-bit scan): the page renders grey without losing anything."""
+
+
+class _PaintLog(mupdf.FzDevice2):
+    """A MuPDF device that only notes what paints the page, in order; invisible OCR text never calls it.
+
+    It keeps a stack of what encloses the current drawing (clips, soft masks, transparency groups), each
+    marked harmless or not for an image covering ``page``: a clip no smaller than the page, a group with
+    normal blending at full opacity (MuPDF wraps whole pages in one). Soft masks and other clips are not.
+    """
+
+    def __init__(self, page: pymupdf.Rect) -> None:
+        super().__init__()
+        self.page = page
+        self.images: list[tuple[mupdf.FzImage, mupdf.FzMatrix, float, bool]] = []
+        """Each image drawn: the image, its transform, its opacity, whether all that encloses it is harmless."""
+        self.painted_after_image = False
+        self._enclosing: list[bool] = []
+        for name in ("fill_image", "fill_path", "stroke_path", "fill_text", "stroke_text", "fill_shade"):
+            getattr(self, f"use_virtual_{name}")()
+        for name in ("fill_image_mask", "clip_path", "clip_stroke_path", "clip_text", "clip_stroke_text"):
+            getattr(self, f"use_virtual_{name}")()
+        for name in ("clip_image_mask", "pop_clip", "begin_mask", "begin_group", "end_group"):
+            getattr(self, f"use_virtual_{name}")()
+
+    def fill_image(self, ctx, image, ctm, alpha, color_params) -> None:
+        image = mupdf.FzImage(mupdf.ll_fz_keep_image(image))
+        self.images.append((image, mupdf.FzMatrix(ctm), alpha, all(self._enclosing)))
+
+    def _paint(self, *args: object) -> None:
+        if self.images:
+            self.painted_after_image = True
+
+    fill_path = stroke_path = fill_text = stroke_text = fill_shade = fill_image_mask = _paint
+
+    def clip_path(self, ctx, path, even_odd, ctm, scissor) -> None:
+        self._enclosing.append(_covers(mupdf.FzRect(mupdf.ll_fz_bound_path(path, None, ctm)), self.page))
+
+    def _enclose(self, *args: object) -> None:
+        self._enclosing.append(False)
+
+    clip_stroke_path = clip_text = clip_stroke_text = clip_image_mask = begin_mask = _enclose
+
+    def begin_group(self, ctx, area, cs, isolated, knockout, blendmode, alpha) -> None:
+        self._enclosing.append(blendmode == mupdf.FZ_BLEND_NORMAL and alpha >= 1.0)
+
+    def _leave(self, *args: object) -> None:
+        if self._enclosing:
+            self._enclosing.pop()
+
+    pop_clip = end_group = _leave
+
+
+def find_scan(page: pymupdf.Page) -> Scan | None:
+    """The page's scan when drawing the page would show exactly that one image, else ``None``.
+
+    Runs the page through a device that records painting operations only (~1 ms, or ~13 ms with a large
+    OCR layer, which MuPDF still parses): it neither decodes nor draws anything.
+    """
+    log = _PaintLog(page.rect)
+    mupdf.fz_run_page(page.this, log, mupdf.FzMatrix(), mupdf.FzCookie())
+    mupdf.fz_close_device(log)
+    if log.painted_after_image or not log.images:
+        return None
+    image, ctm, alpha, harmless = log.images[-1]
+    upright = ctm.a > 0 and ctm.d > 0 and abs(ctm.b) < 1e-6 and abs(ctm.c) < 1e-6
+    opaque = alpha >= 1.0 and not image.imagemask() and not image.mask().m_internal and not image.use_colorkey()
+    if not (harmless and upright and opaque and image.w() > 0 and image.h() > 0):
+        return None
+    rect = pymupdf.Rect(ctm.e, ctm.f, ctm.e + ctm.a, ctm.f + ctm.d)
+    if not _covers(rect, page.rect):
+        return None
+    return Scan(image, rect, image.w(), image.h(), gray=image.n() == 1)
+
+
+def _covers(outer: pymupdf.Rect | mupdf.FzRect, page: pymupdf.Rect) -> bool:
+    return (
+        outer.x0 <= page.x0 + COVER_TOLERANCE
+        and outer.y0 <= page.y0 + COVER_TOLERANCE
+        and outer.x1 >= page.x1 - COVER_TOLERANCE
+        and outer.y1 >= page.y1 - COVER_TOLERANCE
+    )
+
+
+def scan_view(
+    page: pymupdf.Page,
+    scan: Scan,
+    zoom: float,
+    colorspace: Literal["gray", "rgb"] = "rgb",
+    box: Box | None = None,
+) -> np.ndarray:
+    """The page (or ``box`` of it, page fractions) at ``zoom``, the size ``page.get_pixmap`` would give, from
+    the scan alone. A grey scan is returned grey whatever ``colorspace`` says, as the renderer does."""
+    rect = page.rect
+    x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
+    clip = pymupdf.Rect(
+        rect.x0 + x0 * rect.width, rect.y0 + y0 * rect.height, rect.x0 + x1 * rect.width, rect.y0 + y1 * rect.height
+    )
+    target = (clip * pymupdf.Matrix(zoom, zoom)).irect
+    width, height = max(1, target.width), max(1, target.height)
+    clip = pymupdf.Rect(target) / zoom  # MuPDF's pixmap covers the clip rounded out to whole pixels
+    # Ask MuPDF for the whole image at a size where the clip covers ``width``×``height``: it picks the
+    # largest power-of-two reduction that stays above it (JPEGs are decoded reduced, others subsampled).
+    scale_x, scale_y = width / (clip.width / scan.rect.width), height / (clip.height / scan.rect.height)
+    request = mupdf.FzMatrix(max(1.0, scale_x), 0, 0, max(1.0, scale_y), 0, 0)
+    pixmap = _rgb_or_gray(
+        mupdf.fz_get_pixmap_from_image(scan.image, mupdf.FzIrect(mupdf.fz_infinite_irect), request)[0]
+    )
+    decoded = _samples(pixmap)  # a view: ``pixmap`` stays referenced until the resize below has copied it
+    dh, dw = decoded.shape[:2]
+    left = round((clip.x0 - scan.rect.x0) / scan.rect.width * dw)
+    top = round((clip.y0 - scan.rect.y0) / scan.rect.height * dh)
+    right = round((clip.x1 - scan.rect.x0) / scan.rect.width * dw)
+    bottom = round((clip.y1 - scan.rect.y0) / scan.rect.height * dh)
+    region = decoded[max(0, top) : max(top + 1, bottom), max(0, left) : max(left + 1, right)]
+    if region.ndim == 3 and colorspace == "gray":
+        region = cv2.cvtColor(region, cv2.COLOR_RGB2GRAY)
+    shrinking = width <= region.shape[1] and height <= region.shape[0]
+    view = cv2.resize(region, (width, height), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
+    del decoded, region, pixmap
+    return view
+
+
+def _rgb_or_gray(pixmap: mupdf.FzPixmap) -> mupdf.FzPixmap:
+    """``pixmap`` as it is when grey or RGB without alpha, else converted to RGB (CMYK, Lab, indexed, alpha)."""
+    if pixmap.alpha() == 0 and (
+        pixmap.n() == 1 or (pixmap.n() == 3 and mupdf.fz_colorspace_is_rgb(pixmap.colorspace()))
+    ):
+        return pixmap
+    return mupdf.fz_convert_pixmap(
+        pixmap, mupdf.fz_device_rgb(), mupdf.FzColorspace(), mupdf.FzDefaultColorspaces(None), mupdf.FzColorParams(), 0
+    )
+
+
+def _samples(pixmap: mupdf.FzPixmap) -> np.ndarray:
+    """A ``HxW`` or ``HxWx3`` uint8 view of a grey or RGB pixmap's samples (no copy)."""
+    n = pixmap.n()
+    rows = np.frombuffer(mupdf.fz_pixmap_samples_memoryview(pixmap), dtype=np.uint8).reshape(pixmap.h(), -1)
+    pixels = rows[:, : pixmap.w() * n].reshape(pixmap.h(), pixmap.w(), n)
+    return pixels[..., 0] if n == 1 else pixels

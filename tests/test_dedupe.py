@@ -1,12 +1,15 @@
 import io
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
 from factories import engraving, mixed_page
 from PIL import Image
 
-from pipeline.dedupe import DEFAULT_THRESHOLD, Duplicate, DuplicateIndex, Fingerprint, fingerprint
+from pipeline.dedupe import DEFAULT_THRESHOLD, Duplicate, DuplicateIndex, Fingerprint, fingerprint, phash
 
 
 @pytest.fixture(scope="module")
@@ -107,3 +110,21 @@ def test_lookup_stays_fast_at_100k_images() -> None:
 def test_threshold_is_validated() -> None:
     with pytest.raises(ValueError):
         DuplicateIndex(threshold=64)
+
+
+def test_phash_is_imagehashs_bit_for_bit(pictures: list[Image.Image]) -> None:
+    import imagehash
+
+    rng = np.random.default_rng(3)
+    noise = [Image.fromarray(rng.integers(0, 256, (97, 131, 3), dtype=np.uint8)) for _ in range(20)]
+    for picture in [*pictures, *noise, *(v for p in pictures for v in _variants(p).values())]:
+        assert phash(picture) == str(imagehash.phash(picture))
+
+
+def test_fingerprinting_does_not_load_scipy() -> None:
+    """imagehash's phash imports SciPy (17 MB in each worker) for one 32×32 DCT; ours does not."""
+    code = (
+        "import sys, numpy as np; from pipeline.dedupe import fingerprint; "
+        "fingerprint(np.zeros((64, 64), np.uint8)); assert 'scipy' not in sys.modules, 'scipy loaded'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])

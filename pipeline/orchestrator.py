@@ -23,7 +23,8 @@ from pipeline.source import PdfError, check_pdf, find_pdfs
 from pipeline.writer import Writer, open_writer
 
 PAGES_PER_TASK = 8
-"""Pages a worker takes at once: enough to amortise opening the PDF, few enough to keep results small."""
+"""Most pages a worker takes at once: few enough to keep results small; fewer when a run has few pages, so
+that every worker gets at least four tasks (pages differ 10× in cost: one heavy range would end the run alone)."""
 
 
 @dataclass
@@ -94,7 +95,8 @@ def run(
         start = time.perf_counter()
         complete = False
         try:
-            for task, results in distributor.run(_plan(pdfs, counts, done, summary.borderline), options):
+            tasks = _plan(pdfs, counts, done, summary.borderline, _task_size(total - len(done), workers))
+            for task, results in distributor.run(tasks, options):
                 for result in results:
                     record = _commit(writer, task, result, duplicates, captions, summary)
                     progress.done += 1
@@ -180,8 +182,15 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _plan(pdfs: Sequence[Path], counts: Sequence[int], done: set, borderline: Borderline) -> Iterator[Task]:
-    """Page ranges of ``PAGES_PER_TASK``, in input order, without the pages an earlier run committed.
+def _task_size(pages: int, workers: int) -> int:
+    """Pages per task: :data:`PAGES_PER_TASK`, or fewer so that each worker gets at least four tasks."""
+    return max(1, min(PAGES_PER_TASK, -(-pages // (4 * max(1, workers)))))
+
+
+def _plan(
+    pdfs: Sequence[Path], counts: Sequence[int], done: set, borderline: Borderline, size: int = PAGES_PER_TASK
+) -> Iterator[Task]:
+    """Page ranges of ``size`` pages, in input order, without the pages an earlier run committed.
 
     Lazy: each task carries the borderline collector's state when it is handed out, so workers make
     thumbnails only for pages that may still enter it."""
@@ -191,8 +200,8 @@ def _plan(pdfs: Sequence[Path], counts: Sequence[int], done: set, borderline: Bo
                 yield Task(path, stem, (), _within(borderline))
             continue
         todo = [index for index in range(count) if (str(path), index + 1) not in done]
-        for start in range(0, len(todo), PAGES_PER_TASK):
-            yield Task(path, stem, tuple(todo[start : start + PAGES_PER_TASK]), _within(borderline))
+        for start in range(0, len(todo), size):
+            yield Task(path, stem, tuple(todo[start : start + size]), _within(borderline))
 
 
 def _within(borderline: Borderline) -> tuple[float, float]:

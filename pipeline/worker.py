@@ -27,16 +27,29 @@ from pipeline.source import PdfError, open_pdf
 def process_task(task: Task, options: Options) -> list[PageResult]:
     """Process ``task``'s pages in order; a file that cannot be opened gives one error result."""
     try:
-        doc = open_pdf(task.path)
+        doc = _open(task.path)
     except PdfError as exc:
         return [PageResult(PageRecord(source=task.path.name, page=None, error=str(exc)))]
     judge, cleanup = _judge(options.filter, options.threshold), _cleanup(options.gc_every)
     results = []
-    with doc:
-        for index in task.pages:
-            results.append(process_page(doc, index, judge, options, task))
-            cleanup.after_page()
+    for index in task.pages:
+        results.append(process_page(doc, index, judge, options, task))
+        cleanup.after_page()
     return results
+
+
+_opened: dict[Path, pymupdf.Document] = {}
+
+
+def _open(path: Path) -> pymupdf.Document:
+    """The PDF, kept open for the worker's next task, which is usually the next page range of the same file:
+    opening a 320-page PDF and finding a page in it costs ~50 ms, more than a small page takes to judge."""
+    if path not in _opened:
+        for doc in _opened.values():
+            doc.close()
+        _opened.clear()
+        _opened[path] = open_pdf(path)
+    return _opened[path]
 
 
 def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, task: Task) -> PageResult:

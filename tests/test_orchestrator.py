@@ -21,6 +21,7 @@ from PIL import Image
 
 from pipeline import NothingToDo, Options, run
 from pipeline.judges.sigma import SigmaJudge
+from pipeline.orchestrator import PAGES_PER_TASK, _task_size
 
 
 def _read(zip_path: Path) -> tuple[list[dict[str, str]], zipfile.ZipFile]:
@@ -145,3 +146,9 @@ def test_sigma_near_the_threshold_is_judged_on_mupdfs_drawing(tmp_path: Path, of
     row = _read(tmp_path / "out.zip")[0][1]
     assert float(row["score"]) == pytest.approx(sigma, abs=0.05)
     assert row["kept"] == ("true" if offset < 0 else "false")
+
+
+def test_small_runs_are_split_so_that_every_worker_gets_several_tasks() -> None:
+    assert _task_size(32, 2) == 4  # 8 tasks for 2 workers, not 4 tasks of 8 pages
+    assert _task_size(3, 4) == 1
+    assert _task_size(100_000, 2) == PAGES_PER_TASK  # large runs: full ranges, few PDF opens

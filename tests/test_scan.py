@@ -35,9 +35,10 @@ def test_a_scan_view_has_the_drawings_size_and_pixels(tmp_path: Path, zoom: floa
     page = _scan_page(tmp_path, mixed_page(900, 1200, seed=4))[0]
     scan = find_scan(page)
     assert scan is not None and scan.gray and (scan.width, scan.height) == (900, 1200)
+    assert scan.jpeg is not None  # a plain grey JPEG: decoded by Pillow
     drawn, decoded = render(page, zoom, "gray"), scan_view(page, scan, zoom, "gray")
     assert decoded.shape == drawn.shape
-    assert _mean_difference(decoded, drawn) < 3.0  # resampling differences only (grey levels 0..255)
+    assert _mean_difference(decoded, drawn) < 4.0  # resampling differences on pixel-sized noise (of 0..255)
 
 
 def test_a_region_of_a_scan_is_the_same_region_drawn(tmp_path: Path) -> None:
@@ -69,7 +70,7 @@ def test_cmyk_scans_are_converted_as_mupdf_draws_them(tmp_path: Path) -> None:
     colour = np.dstack([engraving(600, 800, seed=1), mixed_page(600, 800, seed=2), engraving(600, 800, seed=3)])
     page.insert_image(page.rect, stream=_jpeg(colour, "CMYK"))
     scan = find_scan(page)
-    assert scan is not None
+    assert scan is not None and scan.jpeg is None  # CMYK: MuPDF decodes and converts it
     assert _mean_difference(scan_view(page, scan, 1.0, "rgb"), render(page, 1.0, "rgb")) < 3.0
 
 
@@ -151,5 +152,5 @@ def test_one_bit_scans_are_decoded_like_mupdf_draws_them() -> None:
     Image.fromarray(bits).convert("1").save(buffer, format="TIFF", compression="group4")
     page.insert_image(page.rect, stream=buffer.getvalue())
     scan = find_scan(page)
-    assert scan is not None and scan.gray
+    assert scan is not None and scan.gray and scan.jpeg is None
     assert _mean_difference(scan_view(page, scan, 1.0, "gray"), render(page, 1.0, "gray")) < 4.0

@@ -31,6 +31,7 @@ and this textured" for any page. On ``../shared/data`` (bench/eval_purity.py) il
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,6 +52,21 @@ def _rect(w: int, h: int) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_RECT, (max(1, w), max(1, h)))
 
 
+_SCRATCH = threading.local()
+
+
+def _scratch(name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """A page-sized work array kept per thread and reused from page to page: a fresh one costs more in
+    page faults (the allocator hands big blocks back to the system after every page) than the arithmetic
+    done on it. Contents are garbage; callers overwrite them."""
+    pool = _SCRATCH.__dict__.setdefault("pool", {})
+    n = math.prod(shape) * np.dtype(dtype).itemsize
+    buf = pool.get(name)
+    if buf is None or buf.size < n:
+        buf = pool[name] = np.empty(n, np.uint8)
+    return buf[:n].view(dtype).reshape(shape)
+
+
 @dataclass(frozen=True)
 class Region:
     """One candidate picture region with the measurements its score is built from."""
@@ -63,44 +79,108 @@ class Region:
     score: float
 
 
-def ink_map(gray: np.ndarray, dpi: float, lo: float = 0.25, hi: float = 0.75) -> np.ndarray:
+def ink_map(
+    gray: np.ndarray,
+    dpi: float,
+    lo: float = 0.25,
+    hi: float = 0.75,
+    out: np.ndarray | None = None,
+    work: np.ndarray | None = None,
+) -> np.ndarray:
     """Ink coverage in ``[0, 1]`` relative to the local paper tone.
 
     The paper level is a grey max-filter over ~25 mm (toned, foxed or unevenly lit paper all become
     "white"), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so paper grain, bleed-through and
-    blur count as nothing and both 1-bit and grey scans give comparable maps.
+    blur count as nothing and both 1-bit and grey scans give comparable maps. ``out`` / ``work``: float32
+    arrays of the page's shape to use instead of fresh ones (the result is ``out``; ``work`` is clobbered).
     """
-    g = gray.astype(np.float32)
-    h, w = g.shape
+    h, w = gray.shape
+    g = np.empty((h, w), np.float32) if out is None else out
+    np.copyto(g, gray)
     f = 8
     small = cv2.resize(g, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
     k = max(3, _px(25.0, dpi / f) | 1)
     paper = cv2.dilate(small, _rect(k, k))
-    paper = cv2.resize(paper, (w, h), interpolation=cv2.INTER_LINEAR)
+    paper = cv2.resize(paper, (w, h), dst=work, interpolation=cv2.INTER_LINEAR)
     black = float(np.percentile(small, 1))
-    contrast = (paper - g) / np.maximum(paper - black, 40.0)
-    return np.clip((contrast - lo) / (hi - lo), 0.0, 1.0)
+    # (paper - g) / max(paper - black, 40), then the ramp and clip: the same float32 operations as written
+    # out, but in place (full-page temporaries cost more than the arithmetic on a newspaper page)
+    np.subtract(paper, g, out=g)
+    np.subtract(paper, black, out=paper)
+    cv2.max(paper, 40.0, dst=paper)  # numpy's maximum with a scalar is 3x slower
+    np.divide(g, paper, out=g)
+    np.subtract(g, lo, out=g)
+    np.divide(g, hi - lo, out=g)
+    return np.clip(g, 0.0, 1.0, out=g)
+
+
+def _dark_rows_cols(gray: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per-row and per-column counts of dark pixels (below the mid-tone of the 1st/99th percentiles),
+    and the page's dark fraction; one integer pass instead of float comparisons and means."""
+    h, w = gray.shape
+    lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
+    # integer grey: g < t exactly when g < ceil(t)
+    dark = np.less(gray, math.ceil((lo + hi) / 2), out=_scratch("dark", (h, w), bool)).view(np.uint8)
+    rows = cv2.reduce(dark, 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel()
+    cols = cv2.reduce(dark, 0, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel()
+    return rows, cols, float(rows.sum() / (h * w))
+
+
+def _border_runs(rows: np.ndarray, cols: np.ndarray, h: int, w: int) -> tuple[int, int, int, int]:
+    """Depth of the dark scanner border at the top, bottom, left and right edge (0: none)."""
+    runs = []
+    for prof, n in ((rows / w, h), (cols / h, w)):
+        for rev in (False, True):
+            seq = prof[::-1] if rev else prof
+            run = int(np.argmax(seq < 0.6)) if (seq < 0.6).any() else n
+            runs.append(min(n, run + max(1, n // 200)) if run else 0)
+    return runs[0], runs[1], runs[2], runs[3]
 
 
 def border_mask(gray: np.ndarray) -> np.ndarray:
     """``True`` on dark scanner borders: runs of mostly-dark rows/columns from each page edge."""
     h, w = gray.shape
-    lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
-    dark = gray < (lo + hi) / 2
+    rows, cols, _ = _dark_rows_cols(gray)
+    top, bottom, left, right = _border_runs(rows, cols, h, w)
     mask = np.zeros((h, w), bool)
-    rows, cols = dark.mean(axis=1), dark.mean(axis=0)
-    for prof, n, axis in ((rows, h, 0), (cols, w, 1)):
-        for rev in (False, True):
-            seq = prof[::-1] if rev else prof
-            run = int(np.argmax(seq < 0.6)) if (seq < 0.6).any() else n
-            run = min(n, run + max(1, n // 200)) if run else 0
-            if run:
-                sl = slice(n - run, n) if rev else slice(0, run)
-                if axis == 0:
-                    mask[sl, :] = True
-                else:
-                    mask[:, sl] = True
+    mask[:top] = mask[h - bottom :] = True
+    mask[:, :left] = mask[:, w - right :] = True
     return mask
+
+
+def _runs_open(packed: np.ndarray, length: int) -> np.ndarray:
+    """Morphological opening along axis 0 of bit-packed rows by a ``length`` x 1 rectangle, exactly as
+    ``cv2.morphologyEx(MORPH_OPEN)`` (anchor at the centre, outside = ink for the erosion, paper for the
+    dilation). Each byte holds 8 columns, so one AND/OR does 8 pixels and doubling windows take log2 steps."""
+    n = packed.shape[0]
+    a = length // 2
+    b = length - 1 - a
+
+    def window(x: np.ndarray, op: np.ufunc, fill: int, before: int, after: int) -> np.ndarray:
+        pad = np.full((before + n + after, x.shape[1]), fill, np.uint8)
+        pad[before : before + n] = x
+        s = 1
+        while 2 * s <= length:
+            pad = op(pad[:-s], pad[s:])
+            s *= 2
+        return op(pad[: -(length - s)], pad[length - s :]) if length > s else pad
+
+    # erosion: out[y] = AND x[y - a .. y + b]; dilation: out[y] = OR x[y - a .. y + b]
+    eroded = window(packed, np.bitwise_and, 255, a, b)
+    return window(eroded, np.bitwise_or, 0, a, b)
+
+
+def _line_mask(inkb: np.ndarray, length: int) -> np.ndarray:
+    """``1`` (uint8) on straight vertical/horizontal runs of ``inkb`` at least ``length`` long, grown by
+    3 x 3 (see ``long_lines``); computed on bit-packed rows (8x less memory traffic than ``cv2`` opening
+    a full uint8 page with 1 x ``length`` kernels), with the same result."""
+    h, w = inkb.shape
+    vert = np.unpackbits(_runs_open(np.packbits(inkb, axis=1), length), axis=1, count=w)
+    flat = cv2.transpose(inkb.view(np.uint8), dst=_scratch("lines_t", (w, h), np.uint8))
+    horiz = np.unpackbits(_runs_open(np.packbits(flat, axis=1), length), axis=1, count=h)
+    lines = cv2.bitwise_or(vert, cv2.transpose(horiz, dst=_scratch("lines_h", (h, w), np.uint8)), dst=vert)
+    # take the rule's blurred flanks with it
+    return cv2.dilate(lines, _rect(3, 3), dst=_scratch("lines", (h, w), np.uint8))
 
 
 def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
@@ -110,11 +190,21 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     no stroke of a letter is that long, and a picture loses only a few strokes (and its solid blacks,
     which are no texture either).
     """
-    inkb = (ink > 0.5).astype(np.uint8)
-    lines = cv2.morphologyEx(inkb, cv2.MORPH_OPEN, _rect(1, length))
-    lines |= cv2.morphologyEx(inkb, cv2.MORPH_OPEN, _rect(length, 1))
-    # take the rule's blurred flanks with it
-    return cv2.dilate(lines, _rect(3, 3)).astype(np.float32)
+    return _line_mask(ink > 0.5, length).astype(np.float32)  # a copy: the mask itself is scratch
+
+
+def _stroke_boxes(strokes: np.ndarray, sy: np.ndarray, sx: np.ndarray, value: int) -> list[tuple[int, ...]]:
+    """Bounding boxes ``(x, y, w, h)`` of the 8-connected components of ``strokes`` holding a sample
+    point: each is flood-filled once from its first sample (with ``value``, so samples in it are then
+    skipped). Only the few networks under a core are traced, not every component of the page."""
+    boxes = []
+    todo = np.flatnonzero((strokes[sy, sx] != 0) & (strokes[sy, sx] != value))
+    while todo.size:
+        i = todo[0]
+        boxes.append(cv2.floodFill(strokes, None, (int(sx[i]), int(sy[i])), value, flags=8)[3])
+        todo = todo[1:]
+        todo = todo[strokes[sy[todo], sx[todo]] != value]
+    return boxes
 
 
 def _grow_to_ink(inked: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) -> tuple[int, int, int, int]:
@@ -260,25 +350,37 @@ class StructureJudge:
         lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
         if hi - lo < 32:  # blank (or uniformly dark) page: no ink structure at all
             return [], 0.0
-        dark = float(np.mean(gray < (lo + hi) / 2))
+        rows, cols, dark = _dark_rows_cols(gray)
         if dark > 0.5:  # negative / black card (microfilm targets), not a printed page
             return [], dark
-        ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi)
-        ink[border_mask(gray)] = 0.0
-        ink *= 1.0 - long_lines(ink, _px(self.line_mm, dpi))
+        # page-sized arrays live in per-thread scratch (see ``_scratch``); none outlives this call
+        work = _scratch("work", (h * w,), np.float32)
+        ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi, _scratch("ink", (h, w), np.float32), work.reshape(h, w))
+        top, bottom, left, right = _border_runs(rows, cols, h, w)
+        ink[:top] = ink[h - bottom :] = 0.0
+        ink[:, :left] = ink[:, w - right :] = 0.0
+        inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
+        lines = _line_mask(inked, _px(self.line_mm, dpi))
+        np.copyto(ink, 0.0, where=lines.view(bool))
+        cv2.subtract(inked.view(np.uint8), lines, dst=inked.view(np.uint8))  # = ink > 0.5 after the rules went
         # strokes without rules: a page or column rule touching a picture would join it to everything else
-        raw = ink > 0.3
+        raw = np.greater(ink, 0.3, out=_scratch("raw", (h, w), bool))
         # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
         f = 3
         wf = max(1, w // f)
-        inkh = cv2.resize(ink, (wf, h), interpolation=cv2.INTER_AREA)
+        # three coarse float planes fit in the (now free) paper plane of ink_map
+        plane = [work[i * h * wf : (i + 1) * h * wf].reshape(h, wf) for i in range(3)]
+        inkh = cv2.resize(ink, (wf, h), dst=plane[0], interpolation=cv2.INTER_AREA)
         span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
-        rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)))
-        rowmin = cv2.erode(rowdens, _rect(1, pitch))
-        rowmax = cv2.dilate(rowdens, _rect(1, pitch))
+        rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)), dst=plane[1])
+        rowmin = cv2.erode(rowdens, _rect(1, pitch), dst=plane[2])
+        rowmax = cv2.dilate(rowdens, _rect(1, pitch), dst=plane[0])
         # picture texture: every row of the window inked, and no row much lighter than the darkest
-        core = ((rowmin > self.core_density) & (rowmin > self.row_ratio * rowmax)).astype(np.uint8)
+        np.multiply(rowmax, self.row_ratio, out=rowmax)
+        core = np.greater(rowmin, rowmax, out=_scratch("core", (h, wf), bool))
+        core &= np.greater(rowmin, self.core_density, out=_scratch("core2", (h, wf), bool))
+        core = core.view(np.uint8)
         # the window footprint: a core pixel vouches for the whole window around it
         core = cv2.dilate(core, _rect(span, pitch))
         # region geometry on a coarse grid (dpi / 3)
@@ -313,17 +415,15 @@ class StructureJudge:
             variety = float(edges.mean()) if edges.size else 0.0
             return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw), variety)
 
-        inked = ink > 0.5
         # too small to matter even as a piece of a picture (the score would be < 0.15)
         candidates = [i for i in range(1, n) if stats[i][2] * stats[i][3] >= self.min_area / 4 * wf * hf]
         if candidates:
             # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
             # its textured core (hatching, shading); that network tells how far to grow the crop
             g = _px(self.stroke_gap_mm, dpi)
-            strokes = cv2.dilate(raw.astype(np.uint8), _rect(g, g))
-            _, slabels, sstats, _ = cv2.connectedComponentsWithStats(strokes, connectivity=8)
+            strokes = cv2.dilate(raw.view(np.uint8), _rect(g, g), dst=_scratch("strokes", (h, w), np.uint8))
         boxes: list[list[float]] = []
-        for i in candidates:
+        for n_traced, i in enumerate(candidates):
             x, y, bw, bh, _a = stats[i]
             sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
             x0, y0 = int(x * cx_scale), int(y * cy_scale)
@@ -334,13 +434,16 @@ class StructureJudge:
             ys, xs = np.nonzero(inner if inner.any() else sub)
             sy = np.minimum(((ys + y + 0.5) * cy_scale).astype(int), h - 1)
             sx = np.minimum(((xs + x + 0.5) * cx_scale).astype(int), w - 1)
-            touching = np.unique(slabels[sy, sx])
+            # networks are marked 2, 3, ... per candidate as they are traced (one mark per candidate, so a
+            # network shared by two cores is traced for each); past 255 marks start again from a clean copy
+            mark = 2 + n_traced % 254
+            if mark == 2 and n_traced:
+                cv2.dilate(raw.view(np.uint8), _rect(g, g), dst=strokes)
             # a network may widen the crop by at most ``reach`` times the core's size per side: enough for
             # a line drawing's outline, bounded where newspaper text and rules run on across the page
             mx, my = self.reach * (x1 - x0), self.reach * (y1 - y0)
             lx0, ly0, lx1, ly1 = x0 - mx, y0 - my, x1 + mx, y1 + my
-            for j in touching[touching > 0]:
-                nx0, ny0, sw, sh, _ = sstats[j]
+            for nx0, ny0, sw, sh in _stroke_boxes(strokes, sy, sx, mark):
                 x0, y0 = int(max(lx0, min(x0, nx0))), int(max(ly0, min(y0, ny0)))
                 x1, y1 = int(min(lx1, max(x1, nx0 + sw))), int(min(ly1, max(y1, ny0 + sh)))
             # the crop grows along strokes; the evidence (core box, core pixels, own score) stays the core's

@@ -138,7 +138,11 @@ class Borderline:
         return [entry[2] for entry in sorted(self._heaps[kept], key=lambda e: (-e[0], e[1]))]
 
 
-def thumbnail_jpeg(view: np.ndarray | Image.Image, side: int = 200, quality: int = 70) -> bytes:
+THUMBNAIL_SIDE = 200
+"""Longer side of the report's borderline thumbnails, in pixels."""
+
+
+def thumbnail_jpeg(view: np.ndarray | Image.Image, side: int = THUMBNAIL_SIDE, quality: int = 70) -> bytes:
     """A small JPEG of a page view, at most ``side`` pixels on its longer side."""
     picture = Image.fromarray(view) if isinstance(view, np.ndarray) else view.copy()
     picture.thumbnail((side, side), Image.Resampling.LANCZOS)

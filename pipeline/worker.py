@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pymupdf
 
@@ -19,7 +20,7 @@ from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
 from pipeline.render import is_grayscale, native_zoom, render
-from pipeline.report import thumbnail_jpeg
+from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
 from pipeline.scan import Scan, find_scan
 from pipeline.source import PdfError, open_pdf
 
@@ -61,7 +62,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
-            result.thumbnail = thumbnail_jpeg(view)
+            result.thumbnail = thumbnail_jpeg(_shrunk(view, 2 * THUMBNAIL_SIDE))
         if verdict.keep:
             boxes = verdict.boxes if options.crop else ()
             result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
@@ -124,6 +125,16 @@ def _outputs(
         region = number if box is not None else None
         images.append(PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region))
     return images
+
+
+def _shrunk(view: np.ndarray, side: int) -> np.ndarray:
+    """``view`` area-reduced to at most ``side`` pixels on its longer side: Pillow would first copy the whole
+    view (33 MB for a colour newspaper page at Matrix(2, 2)) only to make a thumbnail of it."""
+    height, width = view.shape[:2]
+    scale = side / max(width, height)
+    if scale >= 1:
+        return view
+    return cv2.resize(view, (max(1, round(width * scale)), max(1, round(height * scale))), interpolation=cv2.INTER_AREA)
 
 
 @cache

@@ -1,6 +1,7 @@
 import io
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pymupdf
 import pytest
@@ -144,3 +145,11 @@ def test_render_scale_renders_just_enough_for_the_target(mode: str, tmp_path: Pa
 def test_render_scale_never_exceeds_full_resolution() -> None:
     assert render_scale(700, 900, Fit("bucket")) == 1.0
     assert render_scale(700, 900, Fit("bucket", upscale=True)) > 1.0
+
+
+def test_large_arrays_are_area_reduced_first_and_end_close_to_a_plain_lanczos() -> None:
+    image = cv2.GaussianBlur(large_engraving(2600, 3900, seed=5), (0, 0), 1.0)  # 3.2× the bucket: reduced first
+    fitted = fit(image, Fit("bucket"))
+    plain = Image.fromarray(image).resize((832, 1248), Image.Resampling.LANCZOS).crop((0, 16, 832, 1232))
+    assert fitted.size == (832, 1216) and fitted.original_size == (2600, 3900)
+    assert np.abs(np.asarray(fitted.image, dtype=np.int16) - np.asarray(plain, dtype=np.int16)).mean() < 1.5

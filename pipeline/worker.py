@@ -33,9 +33,12 @@ def process_task(task: Task, options: Options) -> list[PageResult]:
         return [PageResult(PageRecord(source=task.path.name, page=None, error=str(exc)))]
     judge, cleanup = _judge(options.filter, options.threshold), _cleanup(options.gc_every)
     results = []
-    for index in task.pages:
-        results.append(process_page(doc, index, judge, options, task))
-        cleanup.after_page()
+    try:
+        for index in task.pages:
+            results.append(process_page(doc, index, judge, options, task))
+            cleanup.after_page()
+    finally:
+        judge.release()
     return results
 
 

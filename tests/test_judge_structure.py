@@ -361,3 +361,13 @@ def test_shaded_parts_joined_by_light_strokes_are_one_crop(judge: StructureJudge
     assert v.keep and len(v.boxes) == 2
     assert iou(v.boxes[0], frac((30, 100, 230, 300), A4)) > 0.8
     assert iou(v.boxes[1], frac(below, A4)) > 0.8
+
+
+def test_release_frees_the_threads_work_arrays() -> None:
+    from pipeline.judges import structure
+
+    judge = StructureJudge()
+    judge(np.full((800, 600), 255, np.uint8))
+    assert structure._SCRATCH.__dict__.get("pool")
+    judge.release()
+    assert not structure._SCRATCH.__dict__.get("pool")

@@ -41,3 +41,7 @@ class Judge(Protocol):
     def __call__(self, view: np.ndarray) -> Verdict:
         """Judge a page from its view: ``HxW`` uint8 (gray) or ``HxWx3`` uint8 (rgb)."""
         ...
+
+    def release(self) -> None:
+        """Free whatever the judge keeps between pages for speed; called after each task."""
+        ...

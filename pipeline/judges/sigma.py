@@ -30,6 +30,9 @@ class SigmaJudge:
     smooths more than an area resize): pages within 8 of the threshold get MuPDF's drawing, so the decisions
     are the article's."""
 
+    def release(self) -> None:
+        """Nothing is kept between pages."""
+
     def __call__(self, view: np.ndarray) -> Verdict:
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         score = float(cv2.meanStdDev(gray)[1][0, 0])

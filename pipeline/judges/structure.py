@@ -67,6 +67,12 @@ def _scratch(name: str, shape: tuple[int, ...], dtype: type) -> np.ndarray:
     return buf[:n].view(dtype).reshape(shape)
 
 
+def release_scratch() -> None:
+    """Free this thread's work arrays (~16 bytes per view pixel: 45–80 MB for a newspaper page). Called after
+    each task, so a server thread that judged a PDF once does not keep them for good."""
+    _SCRATCH.__dict__.pop("pool", None)
+
+
 @dataclass(frozen=True)
 class Region:
     """One candidate picture region with the measurements its score is built from."""
@@ -476,6 +482,10 @@ class StructureJudge:
             - 8.0 * max(0.0, math.log(self.variety_ref / max(variety, 1e-3)))
         )
         return 1.0 / (1.0 + math.exp(-z))
+
+    def release(self) -> None:
+        """Free the work arrays kept between pages (see :func:`release_scratch`)."""
+        release_scratch()
 
     def __call__(self, view: np.ndarray) -> Verdict:
         regions, _ = self.regions(view)

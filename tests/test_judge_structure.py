@@ -371,3 +371,20 @@ def test_release_frees_the_threads_work_arrays() -> None:
     assert structure._SCRATCH.__dict__.get("pool")
     judge.release()
     assert not structure._SCRATCH.__dict__.get("pool")
+
+
+def test_crops_keep_a_faint_outer_frame_but_not_the_text_a_gutter_away(judge: StructureJudge) -> None:
+    h, w = OCTAVO
+    img = paper(OCTAVO, seed=4)
+    pic = (50, 60, 350, 320)
+    engraving(img, pic, seed=4, frame=False)
+    frame = (pic[0] - 2, pic[1] - 2, pic[2] + 1, pic[3] + 1)  # a hairline 0.7 mm outside the hatching
+    cv2.rectangle(img, frame[:2], frame[2:], 150, 1)
+    text_block(img, (40, pic[3] + 3, w - 40, h - 40), pitch=14, scale=0.38, seed=4)
+    text_top = pic[3] + 2 + int(np.argmax((img[pic[3] + 2 :] < 128).any(axis=1)))  # its first inked row
+    assert 8 <= text_top - frame[3] <= 12  # a gutter of ~3 mm
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1
+    x0, y0, x1, y1 = (v.boxes[0][0] * w, v.boxes[0][1] * h, v.boxes[0][2] * w, v.boxes[0][3] * h)
+    assert x0 <= frame[0] and y0 <= frame[1] and x1 >= frame[2] + 1 and y1 >= frame[3] + 1
+    assert y1 <= text_top  # and no text

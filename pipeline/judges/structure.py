@@ -315,6 +315,10 @@ class StructureJudge:
       when their crops overlap or lie < 2 x ``merge_mm`` apart with no white gutter between; weaker ones
       (headlines, ad cuts) never glue onto a picture.
     * ``ink_lo`` / ``ink_hi`` -- local contrast mapped to ink 0..1 (paper grain and bleed-through are 0).
+    * ``margin_mm`` (1.5) -- paper kept around each returned box (clipped to the page). The view has
+      0.35 mm pixels and faint outer hairlines and frames fall below the ink ramp, so the detected box sits
+      inside the printed picture; 1.5 mm is half the narrowest gutter set between a picture and text
+      (~3 mm), so the margin stays clear of the text.
     """
 
     threshold: float = 0.5
@@ -341,6 +345,7 @@ class StructureJudge:
     ink_lo: float = 0.25
     ink_hi: float = 0.75
     max_aspect: float = 4.0
+    margin_mm: float = 1.5
 
     @property
     def dpi(self) -> float:
@@ -490,5 +495,14 @@ class StructureJudge:
     def __call__(self, view: np.ndarray) -> Verdict:
         regions, _ = self.regions(view)
         score = max((r.score for r in regions), default=0.0)
-        boxes = tuple(r.box for r in sorted(regions, key=lambda r: r.box[1]) if r.score >= self.threshold)
+        boxes = tuple(
+            self._with_margin(r.box, view.shape[1], view.shape[0])
+            for r in sorted(regions, key=lambda r: r.box[1])
+            if r.score >= self.threshold
+        )
         return Verdict(keep=score >= self.threshold, score=score, boxes=boxes)
+
+    def _with_margin(self, box: Box, width: int, height: int) -> Box:
+        dx, dy = (self.margin_mm * self.dpi / MM_PER_INCH / side for side in (width, height))
+        x0, y0, x1, y1 = box
+        return (max(0.0, x0 - dx), max(0.0, y0 - dy), min(1.0, x1 + dx), min(1.0, y1 + dy))

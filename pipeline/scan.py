@@ -102,8 +102,11 @@ def find_scan(page: pymupdf.Page) -> Scan | None:
     OCR layer, which MuPDF still parses): it neither decodes nor draws anything.
     """
     log = _PaintLog(page.rect)
-    mupdf.fz_run_page(page.this, log, mupdf.FzMatrix(), mupdf.FzCookie())
-    mupdf.fz_close_device(log)
+    try:
+        mupdf.fz_run_page(page.this, log, mupdf.FzMatrix(), mupdf.FzCookie())
+        mupdf.fz_close_device(log)
+    except Exception:  # noqa: BLE001 - a page MuPDF cannot run is drawn (and fails) the usual way
+        return None
     if log.painted_after_image or not log.images:
         return None
     image, ctm, alpha, harmless = log.images[-1]
@@ -180,11 +183,14 @@ def _decode(scan: Scan, width: float, height: float, colorspace: Literal["gray",
     suffices: JPEGs are decoded reduced, other formats subsampled), as ``HxW`` or ``HxWx3`` uint8, with the
     object that owns the pixels."""
     if scan.jpeg is not None:
-        picture = Image.open(io.BytesIO(scan.jpeg))
-        if picture.mode in ("L", "RGB"):
-            picture.draft("L" if colorspace == "gray" else picture.mode, (math.ceil(width), math.ceil(height)))
-            pixels = np.asarray(picture)
-            return pixels, pixels
+        try:
+            picture = Image.open(io.BytesIO(scan.jpeg))
+            if picture.mode in ("L", "RGB"):
+                picture.draft("L" if colorspace == "gray" else picture.mode, (math.ceil(width), math.ceil(height)))
+                pixels = np.asarray(picture)
+                return pixels, pixels
+        except (OSError, SyntaxError, ValueError):
+            pass  # a damaged JPEG Pillow refuses (truncated scans are common): MuPDF decodes what it can
     request = mupdf.FzMatrix(width, 0, 0, height, 0, 0)
     pixmap = _rgb_or_gray(
         mupdf.fz_get_pixmap_from_image(scan.image, mupdf.FzIrect(mupdf.fz_infinite_irect), request)[0]

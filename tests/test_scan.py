@@ -154,3 +154,14 @@ def test_one_bit_scans_are_decoded_like_mupdf_draws_them() -> None:
     scan = find_scan(page)
     assert scan is not None and scan.gray and scan.jpeg is None
     assert _mean_difference(scan_view(page, scan, 1.0, "gray"), render(page, 1.0, "gray")) < 4.0
+
+
+def test_a_truncated_jpeg_scan_is_decoded_as_far_as_mupdf_can() -> None:
+    data = _jpeg(text_page(600, 800))
+    doc = pymupdf.open()
+    page = doc.new_page(width=432, height=576)
+    page.insert_image(page.rect, stream=data[: len(data) * 2 // 3])  # Pillow refuses it; MuPDF decodes the rest
+    scan = find_scan(page)
+    assert scan is not None and scan.jpeg is not None
+    view = scan_view(page, scan, 1.0, "gray")
+    assert view.shape == (576, 432) and _mean_difference(view, render(page, 1.0, "gray")) < 3.0

@@ -94,6 +94,42 @@ def continuous_photo(img: np.ndarray, box: tuple[int, int, int, int], seed: int 
     img[y0:y1, x0:x1] = (PAPER - tone * (PAPER - INK)).astype(np.uint8)
 
 
+def headline_deck(img: np.ndarray, box: tuple[int, int, int, int], lines: list[str], cap: int) -> int:
+    """Display type as newspapers set it: bold condensed capitals ``cap`` px tall in short centred lines,
+    leading a third of the cap height; returns the baseline below the last line."""
+    x0, _y0, x1, _y1 = box
+    scale, weight = cap / 22.0, max(2, round(cap / 5))
+    y = box[1] + cap
+    for text in lines:
+        (tw, th), _ = cv2.getTextSize(text, cv2.FONT_HERSHEY_SIMPLEX, scale, weight)
+        glyphs = np.full((th + 10, tw + 10), 255, np.uint8)
+        cv2.putText(glyphs, text, (5, th + 5), cv2.FONT_HERSHEY_SIMPLEX, scale, 0, weight, cv2.LINE_AA)
+        cw = min(x1 - x0, int(glyphs.shape[1] * 0.6))  # condensed: 60 % of the normal width
+        glyphs = cv2.resize(glyphs, (cw, glyphs.shape[0]), interpolation=cv2.INTER_AREA)
+        cx = x0 + (x1 - x0 - cw) // 2
+        region = img[y - th - 5 : y - th - 5 + glyphs.shape[0], cx : cx + cw]
+        np.minimum(region, np.where(glyphs < 128, INK, 255).astype(np.uint8), out=region)
+        y += round(cap * 4 / 3)
+    return y
+
+
+HEADS = [
+    ["SERIES OF ATTACKS", "LAUNCHED IN WEST", "BY GERMAN ARMIES"],
+    ["BULGARIANS SEIZE", "FORT ON GREEK SOIL"],
+    ["TURKISH CAMPAIGN", "DEALT HARD BLOW"],
+]
+
+
+def headline_columns(img: np.ndarray, cap: int = 26) -> None:
+    """Three newspaper columns (~53 mm), each a headline deck over agate text, with column rules."""
+    for c, words in enumerate(HEADS):
+        x0 = 20 + c * 156
+        y = headline_deck(img, (x0 + 4, 40, x0 + 146, 600), words, cap)
+        text_block(img, (x0 + 6, y + 10, x0 + 144, img.shape[0] - 20), pitch=8, scale=0.27, seed=c)
+        if c:
+            cv2.line(img, (x0 - 3, 40), (x0 - 3, img.shape[0] - 20), INK, 1)
+
+
 def book_page(seed: int = 0, shape: tuple[int, int] = OCTAVO) -> np.ndarray:
     h, w = shape
     img = paper(shape, seed=seed)
@@ -165,6 +201,16 @@ def test_book_text_page_is_rejected(judge: StructureJudge, seed: int) -> None:
 def test_newspaper_text_page_with_rules_and_headlines_is_rejected(judge: StructureJudge, seed: int) -> None:
     v = judge(newspaper_page(seed=seed))
     assert not v.keep and v.score < 0.3
+
+
+@pytest.mark.parametrize("cap", [26, 34])
+def test_headline_decks_of_large_bold_type_are_not_pictures(judge: StructureJudge, cap: int) -> None:
+    """Capitals 9-12 mm tall are denser than the row-minimum window is tall, but they stand on baselines
+    with empty leading between lines: lines of type, not texture."""
+    img = paper((1300, 950), tone=215)
+    headline_columns(img, cap)
+    v = judge(img)
+    assert not v.keep and v.score < 0.3 and v.boxes == ()
 
 
 def test_bold_dense_text_is_rejected(judge: StructureJudge) -> None:
@@ -341,6 +387,36 @@ def test_a_rule_touching_the_picture_does_not_stretch_its_crop(judge: StructureJ
     pic = (130, 60, 330, 260)
     engraving(img, pic, seed=11, frame=False)
     cv2.line(img, (129, 20), (129, 600), INK, 1)  # a rule grazing the picture's left edge
+    text_block(img, (140, 300, 360, 580), pitch=14, scale=0.38, seed=11)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
+
+
+def test_a_picture_beside_headline_columns_is_cropped_without_them(judge: StructureJudge) -> None:
+    """A cartoon next to three columns of headline decks across a faint, broken column rule (issue #4): the
+    crop is the cartoon only."""
+    img = paper((1300, 950), tone=215)
+    headline_columns(img)
+    img[30:580, 486:930] = 215
+    pic = (494, 40, 900, 560)
+    engraving(img, pic, seed=3, frame=False)
+    rng = np.random.default_rng(0)
+    for y in range(30, 1280, 6):  # the rule, broken where its ink ran thin
+        if rng.random() < 0.8:
+            cv2.line(img, (488, y), (488, y + 4), 130, 1)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, img.shape)) > 0.85
+
+
+@pytest.mark.parametrize("tone", [150, 165])
+def test_faint_rules_touching_the_picture_do_not_stretch_its_crop(judge: StructureJudge, tone: int) -> None:
+    """Rules printed lighter than the picture's strokes (ink between the stroke and the rule level) are
+    still rules: the crop must not follow them along the page."""
+    img = paper(OCTAVO)
+    pic = (130, 60, 330, 260)
+    engraving(img, pic, seed=11, frame=False)
+    cv2.line(img, (20, 59), (380, 59), tone, 1)
+    cv2.line(img, (129, 20), (129, 600), tone, 1)
     text_block(img, (140, 300, 360, 580), pitch=14, scale=0.38, seed=11)
     v = judge(img)
     assert v.keep and len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8

@@ -7,6 +7,9 @@ Principle (from how historical print is made):
   pitch tall is (nearly) empty.
 * **Pictures** (engravings, woodcuts, line cartoons, halftones) are 2-D texture: hatching, stippling or
   screen dots put ink into *every* row of such a window, over a large area.
+* **Display type** (headlines in capitals 5-25 mm tall) can be denser than that window is tall, but it too
+  stands in lines: bands of similar height separated by leading that is empty along a span of 20 mm. Such
+  bands are lines of type, never picture texture, whatever their size.
 * **Rules, frames and scanner edges** are long straight runs and are removed before measuring;
   **microfilm targets** are negative (mostly dark) cards, refused outright, or big glyphs, solid blocks
   and uniform grey patches, which have little fine variety and much solid black.
@@ -305,7 +308,13 @@ class StructureJudge:
     * ``variety_ref`` (0.35) -- share of the region near a sharp ink edge below which it looks like a
       uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05).
     * ``max_aspect`` (4) -- longer/shorter side beyond which a region looks like a headline or rule.
-    * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring.
+    * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring
+      (and, for the strokes a crop grows along, traced again at the stroke level: a hairline rule printed
+      or resampled near the ink threshold breaks into short runs there that would join its neighbours).
+    * ``line_span_mm`` (20) / ``type_mm`` (25) / ``leading_ink`` (0.01) -- lines of type: along a span of
+      20 mm (under half the narrowest newspaper column, ~45 mm, so some span lies within one column), bands
+      3.5..25 mm tall (14..72 pt display type) next to a band of similar height across leading with under
+      1 % ink (a speck, not a stroke). Their cores are dropped before regions are formed.
     * ``min_side_mm`` (15) -- a crop narrower than this is not a picture.
     * ``merge_mm`` (8) -- cores closer than this are one region (a picture's light parts between).
     * ``stroke_gap_mm`` (1), ``reach`` (1.0), ``grow_mm`` (3) -- crops grow along stroke networks
@@ -346,6 +355,9 @@ class StructureJudge:
     ink_hi: float = 0.75
     max_aspect: float = 4.0
     margin_mm: float = 1.5
+    line_span_mm: float = 20.0
+    type_mm: float = 25.0
+    leading_ink: float = 0.01
 
     @property
     def dpi(self) -> float:
@@ -370,17 +382,24 @@ class StructureJudge:
         top, bottom, left, right = _border_runs(rows, cols, h, w)
         ink[:top] = ink[h - bottom :] = 0.0
         ink[:, :left] = ink[:, w - right :] = 0.0
-        inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
-        lines = _line_mask(inked, _px(self.line_mm, dpi))
-        np.copyto(ink, 0.0, where=lines.view(bool))
-        cv2.subtract(inked.view(np.uint8), lines, dst=inked.view(np.uint8))  # = ink > 0.5 after the rules went
-        # strokes without rules: a page or column rule touching a picture would join it to everything else
-        raw = np.greater(ink, 0.3, out=_scratch("raw", (h, w), bool))
         # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
         f = 3
         wf = max(1, w // f)
         # three coarse float planes fit in the (now free) paper plane of ink_map
         plane = [work[i * h * wf : (i + 1) * h * wf].reshape(h, wf) for i in range(3)]
+        # lines of type are found with the rules still in: leading is empty of any ink, while a drawing's
+        # straight hatching (taken for rules below) fills the rows between its strokes
+        typeset = self._lines_of_type(cv2.resize(ink, (wf, h), dst=plane[0], interpolation=cv2.INTER_AREA), dpi / f)
+        inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
+        np.copyto(ink, 0.0, where=_line_mask(inked, _px(self.line_mm, dpi)).view(bool))
+        # strokes without rules: a page or column rule touching a picture would join it to everything else.
+        # For strokes, rules are traced again at the faintest level that counts as a stroke (0.3): a hairline
+        # rule printed (or resampled) near 0.5 breaks into short runs there, which would join its neighbours
+        raw = np.greater(ink, 0.3, out=_scratch("raw", (h, w), bool))
+        faint = _line_mask(raw, _px(self.line_mm, dpi))
+        cv2.subtract(raw.view(np.uint8), faint, dst=raw.view(np.uint8))
+        np.greater(ink, 0.5, out=inked)
+        cv2.subtract(inked.view(np.uint8), faint, dst=inked.view(np.uint8))
         inkh = cv2.resize(ink, (wf, h), dst=plane[0], interpolation=cv2.INTER_AREA)
         span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
@@ -391,6 +410,8 @@ class StructureJudge:
         np.multiply(rowmax, self.row_ratio, out=rowmax)
         core = np.greater(rowmin, rowmax, out=_scratch("core", (h, wf), bool))
         core &= np.greater(rowmin, self.core_density, out=_scratch("core2", (h, wf), bool))
+        # cores inside lines of type are no picture texture: large headline type is as dense as hatching
+        core &= ~typeset
         core = core.view(np.uint8)
         # the window footprint: a core pixel vouches for the whole window around it
         core = cv2.dilate(core, _rect(span, pitch))
@@ -474,6 +495,43 @@ class StructureJudge:
             fill = core_px / float((cx1 - cx0) * (cy1 - cy0))
             out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, score=score))
         return out, dark
+
+    def _lines_of_type(self, inkh: np.ndarray, xdpi: float) -> np.ndarray:
+        """``True`` where a horizontal span of ``line_span_mm`` shows lines of type: bands of ink at most
+        ``type_mm`` tall, each with a neighbour band of similar height (within 2x) across a gap (the
+        leading) that is (nearly) empty along the whole span and less than half as tall as either band.
+        Type of any size is set so; a picture's texture has no such full-span gaps every line, and a
+        single picture band (a headpiece) has white gutters and lines of other sizes around it.
+        ``inkh``: the ink map at ``xdpi`` horizontally, full resolution vertically."""
+        h, wf = inkh.shape
+        sw = min(wf, _px(self.line_span_mm, xdpi))
+        step = max(1, sw // 4)
+        cols = np.arange(step // 2, wf, step)
+        dens = cv2.blur(inkh, (sw, 1))[:, cols]
+        # runs of inked rows per sampled column, each column padded with empty rows at both ends
+        filled = np.zeros((cols.size, h + 2), np.int8)
+        filled[:, 1:-1] = (dens >= self.leading_ink).T
+        edge = np.diff(filled.ravel())
+        starts, ends = np.flatnonzero(edge == 1) + 1, np.flatnonzero(edge == -1) + 1
+        height = ends - starts
+        gap = starts[1:] - ends[:-1]
+        same = starts[1:] // (h + 2) == starts[:-1] // (h + 2)  # neighbours in one column
+        lo, hi = np.minimum(height[1:], height[:-1]), np.maximum(height[1:], height[:-1])
+        # display type only: smaller lines are told from texture by the row-minimum window already
+        big = (lo >= _px(self.pitch_mm / 2, self.dpi)) & (hi <= _px(self.type_mm, self.dpi))
+        pair = same & big & (2 * lo >= hi) & (2 * gap < lo)
+        line = np.zeros(height.size, bool)
+        line[1:] |= pair
+        line[:-1] |= pair
+        mark = np.zeros(filled.size + 1, np.int32)
+        np.add.at(mark, starts[line], 1)
+        np.add.at(mark, ends[line], -1)
+        lines = (np.cumsum(mark[:-1]).reshape(filled.shape)[:, 1:-1] > 0).T
+        out = np.zeros((h, wf), np.uint8)
+        out[:, cols] = lines
+        # the span that showed the lines is text throughout (a span centred near a column's edge reaches
+        # into the next column, whose baselines need not line up)
+        return cv2.dilate(out, _rect(sw, 1)).view(bool)
 
     def _score(self, area: float, fill: float, solid: float, aspect: float, variety: float = 1.0) -> float:
         """Log-linear evidence, squashed to 0..1; exactly 0.5 for a region at ``min_area``, ``fill_ref``,

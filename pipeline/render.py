@@ -25,7 +25,7 @@ def render(
 
     Returns an ``HxW`` (gray) or ``HxWx3`` (rgb) uint8 array over the pixmap itself (no copy). Given the
     page's ``scan`` (:func:`pipeline.scan.find_scan`), the same view comes from decoding the scan instead,
-    several times faster; a grey scan then comes back grey even when ``rgb`` is asked for.
+    faster (``pipeline/scan.py``); a grey scan then comes back grey even when ``rgb`` is asked for.
     """
     if scan is not None:
         return scan_view(page, scan, zoom, colorspace, box)

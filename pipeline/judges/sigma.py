@@ -16,7 +16,7 @@ class SigmaJudge:
     """Brightness σ as the article computes it: the page rendered RGB at ``Matrix(2, 2)``, cv2's grey, std > 45.
 
     Grey scans come as a grey view (the pipeline renders them grey: identical values, a third of the pixels).
-    A scanned page's view is decoded from its scan (3–10× cheaper than drawing it); see ``exact_within``.
+    A scanned page's view is decoded from its scan (cheaper than drawing it); see ``exact_within``.
     Kept for comparison and reproducibility: σ measures ink coverage and scan contrast, not pictures.
     """
 
@@ -25,8 +25,8 @@ class SigmaJudge:
     zoom: float = 2.0
     colorspace: Literal["gray", "rgb"] = "rgb"
     exact_within: float = 8.0
-    """σ of the decoded scan differs from σ of MuPDF's drawing by up to 1.96 on the 237 real pages
-    (``bench/sigma_agreement.py``) and 4.4 on pixel-sized synthetic noise scanned at 300 dpi (MuPDF's scaler
+    """σ of the decoded scan differs from σ of MuPDF's drawing by up to 1.55 on the 237 real pages
+    (``bench/scan_view.py``) and 4.4 on pixel-sized synthetic noise scanned at 300 dpi (MuPDF's scaler
     smooths more than an area resize): pages within 8 of the threshold get MuPDF's drawing, so the decisions
     are the article's."""
 

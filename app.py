@@ -112,7 +112,8 @@ def pdf_to_dataset(
         raise _pdf_error(str(exc)) from None
     text = (
         f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), "
-        f"{summary.errors} errors, {summary.seconds:.1f} s."
+        f"{summary.errors} errors, {summary.warnings} with MuPDF warnings (the manifest's warning column), "
+        f"{summary.seconds:.1f} s."
     )
     dropped = [f"{n} {what}" for n, what in ((summary.too_small, "too small"), (summary.duplicates, "duplicates"))]
     if summary.too_small or summary.duplicates:

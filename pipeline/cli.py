@@ -161,6 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images, {summary.duplicates} "
         f"duplicates and {summary.too_small} too small dropped), {summary.errors} errors, "
+        f"{summary.warnings} with MuPDF warnings, "
         f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
     )
     return 0

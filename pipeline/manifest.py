@@ -8,7 +8,7 @@ from pipeline.judges import Box
 
 COLUMNS = (
     "source", "page", "kept", "score", "boxes", "outputs", "sizes", "fingerprints", "undersized", "duplicates",
-    "too_small", "error",
+    "too_small", "error", "warning",
 )  # fmt: skip
 
 
@@ -33,6 +33,9 @@ class PageRecord:
     too_small: list[str] = field(default_factory=list)
     """Images dropped because their shorter side is below the minimum."""
     error: str = ""
+    warning: str = ""
+    """What MuPDF reported while reading the page: a repaired file or a truncated image (the page may be
+    incomplete), or a harmless syntax slip ("closepath with no current point"). The page was processed."""
 
     def row(self) -> dict[str, str]:
         """The CSV row: booleans as ``true``/``false``, lists joined by ``;``, boxes as page fractions."""
@@ -49,4 +52,5 @@ class PageRecord:
             "duplicates": ";".join(self.duplicates),
             "too_small": ";".join(self.too_small),
             "error": self.error,
+            "warning": self.warning,
         }

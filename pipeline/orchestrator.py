@@ -52,6 +52,8 @@ class Summary:
     kept: int = 0
     images: int = 0
     errors: int = 0
+    warnings: int = 0
+    """Pages processed with MuPDF warnings (``warning`` in the manifest): some may be incomplete."""
     resumed: int = 0
     """Pages already done by an interrupted earlier run and not processed again."""
     seconds: float = 0.0
@@ -145,6 +147,7 @@ def _commit(
     summary.kept += record.kept
     summary.images += len(images)
     summary.errors += bool(record.error)
+    summary.warnings += bool(record.warning)
     summary.duplicates += len(record.duplicates)
     summary.too_small += len(record.too_small)
     return record

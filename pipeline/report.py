@@ -54,6 +54,8 @@ class Counts:
     """Images dropped for a shorter side below ``min_side``."""
     errors: int
     """Rows with an error (a page that failed, or a file that could not be opened)."""
+    warnings: int = 0
+    """Pages processed with MuPDF warnings (a repaired file, a truncated image, a syntax slip)."""
 
 
 @dataclass(frozen=True)
@@ -83,17 +85,18 @@ def histogram(scores: Iterable[float], threshold: float, bins: int = 30) -> Hist
 
 def count(rows: Iterable[Mapping[str, str]]) -> Counts:
     """Count manifest rows (``kept`` is ``true``/``false``; lists are ``;``-separated)."""
-    pages = kept = images = text = duplicates = too_small = errors = 0
+    pages = kept = images = text = duplicates = too_small = errors = warnings = 0
     for row in rows:
         dups, small = _items(row.get("duplicates")), _items(row.get("too_small"))
         pages += bool(row.get("page"))
         errors += bool(row.get("error"))
+        warnings += bool(row.get("warning"))
         kept += row.get("kept") == "true"
         images += len(_items(row.get("outputs")))
         duplicates += len(dups)
         too_small += len(small)
         text += bool(row.get("page")) and row.get("kept") != "true" and not row.get("error") and not dups and not small
-    return Counts(pages, kept, images, text, duplicates, too_small, errors)
+    return Counts(pages, kept, images, text, duplicates, too_small, errors, warnings)
 
 
 class Borderline:
@@ -211,6 +214,7 @@ def render_report(
             ("images dropped as duplicates", counts.duplicates),
             ("images dropped as too small", counts.too_small),
             ("errors", counts.errors),
+            ("pages with MuPDF warnings (see the manifest)", counts.warnings),
         ]
     )
     sections = [

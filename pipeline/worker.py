@@ -24,6 +24,11 @@ from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
 from pipeline.scan import Scan, find_scan
 from pipeline.source import PdfError, open_pdf
 
+# MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
+# they would tear through the progress bar and be lost).
+pymupdf.TOOLS.mupdf_display_errors(False)
+pymupdf.TOOLS.mupdf_display_warnings(False)
+
 
 def process_task(task: Task, options: Options) -> list[PageResult]:
     """Process ``task``'s pages in order; a file that cannot be opened gives one error result."""
@@ -59,6 +64,7 @@ def _open(path: Path) -> pymupdf.Document:
 def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, task: Task) -> PageResult:
     """Judge one page from its cheap view; render, fit, encode and fingerprint only what is kept."""
     record = PageRecord(source=Path(doc.name).name, page=index + 1)
+    pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         page = doc.load_page(index)
         verdict, view, scan, gray = judge_page(page, judge)
@@ -69,6 +75,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         if verdict.keep:
             boxes = verdict.boxes if options.crop else ()
             result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
+        record.warning = _mupdf_warnings(doc)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -128,6 +135,20 @@ def _outputs(
         region = number if box is not None else None
         images.append(PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region))
     return images
+
+
+WARNING_CHARS = 300
+"""Longest warning text kept per page in the manifest (MuPDF repeats itself)."""
+
+
+def _mupdf_warnings(doc: pymupdf.Document) -> str:
+    """What MuPDF reported since the page began (distinct lines, in order), and whether it repaired the file:
+    a damaged page still renders, often partly blank, so the manifest says so instead of staying silent."""
+    lines = dict.fromkeys(line for line in pymupdf.TOOLS.mupdf_warnings().splitlines() if line.strip())
+    if doc.is_repaired:
+        lines = {"the file is damaged or truncated; MuPDF repaired it": None} | lines
+    text = "; ".join(lines)
+    return text if len(text) <= WARNING_CHARS else text[: WARNING_CHARS - 1] + "…"
 
 
 def _shrunk(view: np.ndarray, side: int) -> np.ndarray:

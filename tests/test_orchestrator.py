@@ -3,6 +3,7 @@ import io
 import zipfile
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pymupdf
 import pytest
@@ -102,9 +103,12 @@ def test_bad_files_and_pages_are_recorded_and_the_run_goes_on(tmp_path: Path) ->
     assert good_rows[1]["kept"] == "false" and "page 2" in good_rows[1]["error"]
     assert [r["kept"] for r in (good_rows[0], good_rows[2])] == ["true", "true"]
     assert all(r["error"] or r["page"] for r in by_source["e_truncated.pdf"])
+    repaired = [r for r in by_source["e_truncated.pdf"] if r["page"] and not r["error"]]
+    assert repaired and all("repaired" in r["warning"] for r in repaired)  # processed, but flagged
+    assert all(r["warning"] == "" for r in by_source["f_after.pdf"] + [good_rows[0], good_rows[2]])
     assert by_source["f_after.pdf"][0]["kept"] == "true"
     assert {"d_good_p0001.jpg", "d_good_p0003.jpg", "f_after_p0001.jpg"} <= set(archive.namelist())
-    assert summary.errors >= 4
+    assert summary.errors >= 4 and summary.warnings == len(repaired)
 
 
 def test_interrupted_run_keeps_what_was_written(tmp_path: Path) -> None:
@@ -152,3 +156,16 @@ def test_small_runs_are_split_so_that_every_worker_gets_several_tasks() -> None:
     assert _task_size(32, 2) == 4  # 8 tasks for 2 workers, not 4 tasks of 8 pages
     assert _task_size(3, 4) == 1
     assert _task_size(100_000, 2) == PAGES_PER_TASK  # large runs: full ranges, few PDF opens
+
+
+def test_a_page_whose_scan_is_truncated_is_processed_and_flagged(tmp_path: Path) -> None:
+    _, jpeg = cv2.imencode(".jpg", engraving(600, 800, seed=3), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    doc = pymupdf.open()
+    for data in (jpeg.tobytes(), jpeg.tobytes()[: len(jpeg) // 2]):  # page 2: half of its scan is missing
+        page = doc.new_page(width=432, height=576)
+        page.insert_image(page.rect, stream=data)
+    doc.save(tmp_path / "cut.pdf")
+    summary = run([tmp_path / "cut.pdf"], tmp_path / "out.zip", Options(**ARTICLE))
+    rows, _ = _read(tmp_path / "out.zip")
+    assert [r["error"] for r in rows] == ["", ""] and rows[0]["warning"] == ""
+    assert rows[1]["warning"] and summary.warnings == 1

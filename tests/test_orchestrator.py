@@ -143,7 +143,7 @@ def test_no_pdf_among_inputs_is_nothing_to_do(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("offset", [-1.0, 1.0])
 def test_sigma_near_the_threshold_is_judged_on_mupdfs_drawing(tmp_path: Path, offset: float) -> None:
-    # An engraving scanned at 300 dpi: at Matrix(2, 2) its decoded scan's σ is ~4 off the drawn page's.
+    # An engraving scanned at 300 dpi: at Matrix(2, 2) its decoded scan's σ is ~6 off the drawn page's.
     issue = pdf_from_images(tmp_path / "300dpi.pdf", [text_page(seed=1), engraving(800, 1100, seed=2)], dpi=300)
     sigma = _direct_sigma(issue, 1)
     run([issue], tmp_path / "out.zip", Options(**ARTICLE, threshold=sigma + offset))

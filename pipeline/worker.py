@@ -94,6 +94,7 @@ def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, S
     view = render(page, judge.zoom, colorspace, scan=scan)
     verdict = judge(view)
     if scan is not None and abs(verdict.score - judge.threshold) < judge.exact_within:
+        del view  # before MuPDF draws the page: two page-sized views at once are the worker's peak
         view = render(page, judge.zoom, colorspace)  # too close to call on the decoded scan: MuPDF's drawing
         verdict = judge(view)
     return verdict, view, scan, gray

@@ -2,10 +2,11 @@
 doing the same work (where installed), and this pipeline with ``--filter sigma`` (same decisions as the
 reference, so the same work) and with its default filter.
 
-``python bench/throughput.py ../shared/data/pdfs [--scale 10] [--workers N]`` merges the PDFs into one,
-optionally repeated ``--scale`` times, and prints pages/s, pages/hour, whole-process-tree peak RSS and the
-ratio to the reference. Every method runs in a fresh process; memory is sampled every 20 ms, as the summed RSS
-of the process tree and as its summed PSS (workers share library pages, which RSS counts once per process).
+``python bench/throughput.py ../shared/data/pdfs [--scale 10] [--workers N] [--repeat 3]`` merges the PDFs into
+one, optionally repeated ``--scale`` times, and prints pages/s, pages/hour, whole-process-tree peak RSS and the
+ratio to the reference (with ``--repeat``: the median rate and the highest peak of the runs). Every method
+runs in a fresh process; memory is sampled as the summed RSS of the process tree (every 20 ms) and as its
+summed PSS (every 200 ms; workers share library pages, which RSS counts once per process).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import argparse
 import importlib.util
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -60,6 +62,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=1, help="repeat the merged pages this many times")
     parser.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--skip", nargs="*", default=[], help="methods to leave out")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per method: median rate, highest peak")
     args = parser.parse_args()
     sources = sorted(p for item in args.inputs for p in ([item] if item.is_file() else item.rglob("*.pdf")))
     with tempfile.TemporaryDirectory() as tmp:
@@ -92,10 +95,10 @@ def main() -> None:
         for name, command in methods.items():
             if any(skip in name for skip in args.skip):
                 continue
-            result = measure(command)
-            rate = pages / result.seconds
+            results = [measure(command) for _ in range(args.repeat)]
+            rate = pages / statistics.median(result.seconds for result in results)
             reference = reference or rate
-            memory = f"{result.peak_rss_mb:13.0f}{result.peak_pss_mb:13.0f}"
+            memory = f"{max(r.peak_rss_mb for r in results):13.0f}{max(r.peak_pss_mb for r in results):13.0f}"
             print(f"{name:<28}{rate:9.2f}{rate * 3600:10.0f}{memory}{rate / reference:13.2f}")
 
 

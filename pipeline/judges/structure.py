@@ -104,30 +104,70 @@ def ink_map(
     arrays of the page's shape to use instead of fresh ones (the result is ``out``; ``work`` is clobbered).
     """
     h, w = gray.shape
-    g = np.empty((h, w), np.float32) if out is None else out
-    np.copyto(g, gray)
     f = 8
-    small = cv2.resize(g, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
+    # the whole 8 x 8 cells only: a reduction by an exact integer factor takes cv2's fast area path (the
+    # general one costs 10-25 ms on a newspaper page); the few cut-off rows and columns get the paper level
+    # of their neighbours, which the 25 mm max-filter below spreads over them anyway
+    src = gray[: h - h % f or h, : w - w % f or w]
+    small = cv2.resize(src, (max(1, w // f), max(1, h // f)), interpolation=cv2.INTER_AREA)
+    black = _percentiles(small, [1])[0]
     k = max(3, _px(25.0, dpi / f) | 1)
-    paper = cv2.dilate(small, _rect(k, k))
-    paper = cv2.resize(paper, (w, h), dst=work, interpolation=cv2.INTER_LINEAR)
-    black = float(np.percentile(small, 1))
-    # (paper - g) / max(paper - black, 40), then the ramp and clip: the same float32 operations as written
-    # out, but in place (full-page temporaries cost more than the arithmetic on a newspaper page)
-    np.subtract(paper, g, out=g)
-    np.subtract(paper, black, out=paper)
-    cv2.max(paper, 40.0, dst=paper)  # numpy's maximum with a scalar is 3x slower
-    np.divide(g, paper, out=g)
-    np.subtract(g, lo, out=g)
-    np.divide(g, hi - lo, out=g)
-    return np.clip(g, 0.0, 1.0, out=g)
+    paper = cv2.dilate(small.astype(np.float32), _rect(k, k))
+    # ink = ((paper - g) / max(paper - black, 40) - lo) / (hi - lo) is linear in g: its slope and offset are
+    # computed on the coarse grid and interpolated, so the full page sees one multiply, one subtract and the
+    # clip (instead of seven float passes, which cost more than everything else here on a newspaper page)
+    slope = cv2.max(paper - black, 40.0)
+    np.multiply(slope, hi - lo, out=slope)
+    np.divide(1.0, slope, out=slope)
+    offset = paper * slope - lo / (hi - lo)
+    g = cv2.resize(slope, (w, h), dst=out, interpolation=cv2.INTER_LINEAR)
+    np.multiply(g, gray, out=g)
+    base = cv2.resize(offset, (w, h), dst=work, interpolation=cv2.INTER_LINEAR)
+    np.subtract(base, g, out=g)
+    cv2.threshold(g, 1.0, 1.0, cv2.THRESH_TRUNC, dst=g)
+    return cv2.threshold(g, 0.0, 0.0, cv2.THRESH_TOZERO, dst=g)[1]
 
 
-def _dark_rows_cols(gray: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-    """Per-row and per-column counts of dark pixels (below the mid-tone of the 1st/99th percentiles),
-    and the page's dark fraction; one integer pass instead of float comparisons and means."""
+def _percentiles(a: np.ndarray, qs: list[float]) -> list[float]:
+    """``np.percentile(a, qs)`` (linear), from a histogram when ``a`` is uint8: a sort-free count is exact for
+    256 levels and ~10x faster than numpy's partition on the 65k samples judged per page."""
+    if a.dtype != np.uint8:
+        return [float(v) for v in np.percentile(a, qs)]
+    cum = np.cumsum(np.bincount(a.ravel(), minlength=256))
+    # numpy's own steps: virtual index q * (n - 1), then its two-sided linear interpolation
+    index = np.asarray(qs, np.float64) / 100 * (cum[-1] - 1)
+    below = np.floor(index)
+    t = index - below
+    a0 = np.searchsorted(cum, below, side="right").astype(np.float64)
+    a1 = np.searchsorted(cum, np.minimum(below + 1, cum[-1] - 1), side="right").astype(np.float64)
+    diff = a1 - a0
+    return [float(v) for v in np.where(t >= 0.5, a1 - diff * (1 - t), a0 + diff * t)]
+
+
+def _column_means(a: np.ndarray, f: int, out: np.ndarray) -> np.ndarray:
+    """Means of each ``f`` adjacent columns of float32 ``a`` into ``out`` (``h x w // f``; the last ``w % f``
+    columns are left out): an exact area reduction, done as a per-pixel ``1 x f`` matrix product over the
+    columns viewed as ``f`` channels, 3-8x faster than ``cv2.resize(INTER_AREA)`` (whose general path runs
+    when ``w`` is no multiple of ``f``)."""
+    h, wf = out.shape
+    return cv2.transform(a[:, : wf * f].reshape(h, wf, f), np.full((1, f), 1.0 / f), dst=out)
+
+
+def _grey_range(gray: np.ndarray) -> tuple[float, float]:
+    """1st and 99th percentile of the page's grey, from a ~256 x 256 sample."""
     h, w = gray.shape
-    lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
+    lo, hi = _percentiles(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
+    return lo, hi
+
+
+def _dark_rows_cols(
+    gray: np.ndarray, grey_range: tuple[float, float] | None = None
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """Per-row and per-column counts of dark pixels (below the mid-tone of the 1st/99th percentiles,
+    ``grey_range`` when the caller has them), and the page's dark fraction; one integer pass instead of
+    float comparisons and means."""
+    h, w = gray.shape
+    lo, hi = grey_range or _grey_range(gray)
     # integer grey: g < t exactly when g < ceil(t)
     dark = np.less(gray, math.ceil((lo + hi) / 2), out=_scratch("dark", (h, w), bool)).view(np.uint8)
     rows = cv2.reduce(dark, 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel()
@@ -370,10 +410,10 @@ class StructureJudge:
         if h < 8 or w < 8:
             return [], 0.0
         dpi = self.dpi
-        lo, hi = np.percentile(gray[:: max(1, h // 256), :: max(1, w // 256)], [1, 99])
+        lo, hi = _grey_range(gray)
         if hi - lo < 32:  # blank (or uniformly dark) page: no ink structure at all
             return [], 0.0
-        rows, cols, dark = _dark_rows_cols(gray)
+        rows, cols, dark = _dark_rows_cols(gray, (lo, hi))
         if dark > 0.5:  # negative / black card (microfilm targets), not a printed page
             return [], dark
         # page-sized arrays live in per-thread scratch (see ``_scratch``); none outlives this call
@@ -389,7 +429,7 @@ class StructureJudge:
         plane = [work[i * h * wf : (i + 1) * h * wf].reshape(h, wf) for i in range(3)]
         # lines of type are found with the rules still in: leading is empty of any ink, while a drawing's
         # straight hatching (taken for rules below) fills the rows between its strokes
-        typeset = self._lines_of_type(cv2.resize(ink, (wf, h), dst=plane[0], interpolation=cv2.INTER_AREA), dpi / f)
+        typeset = self._lines_of_type(_column_means(ink, f, plane[0]), dpi / f)
         inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
         np.copyto(ink, 0.0, where=_line_mask(inked, _px(self.line_mm, dpi)).view(bool))
         # strokes without rules: a page or column rule touching a picture would join it to everything else.
@@ -400,7 +440,7 @@ class StructureJudge:
         cv2.subtract(raw.view(np.uint8), faint, dst=raw.view(np.uint8))
         np.greater(ink, 0.5, out=inked)
         cv2.subtract(inked.view(np.uint8), faint, dst=inked.view(np.uint8))
-        inkh = cv2.resize(ink, (wf, h), dst=plane[0], interpolation=cv2.INTER_AREA)
+        inkh = _column_means(ink, f, plane[0])
         span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
         rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)), dst=plane[1])
@@ -415,7 +455,7 @@ class StructureJudge:
         core = core.view(np.uint8)
         # the window footprint: a core pixel vouches for the whole window around it
         core = cv2.dilate(core, _rect(span, pitch))
-        # region geometry on a coarse grid (dpi / 3)
+        # region geometry on a coarse grid (dpi / 3): columns are already whole f-column means
         hf = max(1, h // f)
         core = (cv2.resize(core * 255, (wf, hf), interpolation=cv2.INTER_AREA) >= 128).astype(np.uint8)
         cdpi = dpi / f
@@ -424,8 +464,11 @@ class StructureJudge:
         core = cv2.morphologyEx(core, cv2.MORPH_OPEN, _rect(o, o))
         c = _px(self.merge_mm, cdpi)
         merged = cv2.morphologyEx(core, cv2.MORPH_CLOSE, _rect(c, c))
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8)
-        cx_scale, cy_scale = w / wf, h / hf
+        # 16-bit labels when they cannot overflow (fewer inked cells than labels), for which cv2 computes the
+        # stats 3x faster
+        ltype = cv2.CV_16U if cv2.countNonZero(merged) < 65535 else cv2.CV_32S
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8, ltype=ltype)
+        cx_scale, cy_scale = f, h / hf  # a coarse column is exactly f view columns
         grow = _px(self.grow_mm, dpi)
         min_side = _px(self.min_side_mm, dpi)
         k2 = _px(2.0, dpi)

@@ -10,8 +10,8 @@ scores its ``manifest.csv`` (``kept``, ``boxes``) against the labels:
 * IoU: for each book page labelled ``illustration`` with ground-truth boxes, every true box is matched
   to the best predicted box (a kept page without boxes counts as the whole page; a rejected page as 0),
   averaged per page, then over pages;
-* ms/page: median over all pages of the judge's view as a worker makes it (the scan decoded, or the page drawn)
-  plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process.
+* ms/page: median (and mean) over all pages of the judge's view as a worker makes it (the scan decoded, or the
+  page drawn) plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process.
 
 ``--no-pipeline`` judges the renders in-process instead of running the CLI (same zoom and colorspace).
 """
@@ -169,6 +169,7 @@ def main() -> None:
             for (src, _page), ms in zip(in_process, times, strict=False):
                 by_group["books" if (work / "books" / src).exists() else "pdfs"].append(ms)
             s["ms"] = statistics.median(times)
+            s["ms_mean"] = statistics.fmean(times)
             s["ms_books"] = statistics.median(by_group["books"])
             s["ms_pdfs"] = statistics.median(by_group["pdfs"])
             table.append((name, s))
@@ -181,14 +182,14 @@ def main() -> None:
                 for key, value in sorted(per_page.items()):
                     print(f"  {name}: IoU {value:.3f} {key[0]} p{key[1]}")
     source = "in-process renders" if args.no_pipeline else "python -m pipeline (manifest.csv)"
-    print(f"\n{len(truth)} pages; decisions from {source}; ms = render + judge, 1 thread, median")
+    print(f"\n{len(truth)} pages; decisions from {source}; ms = view + judge, 1 thread, median (and mean)")
     head = f"{'judge':10s} {'precision':>9s} {'recall':>7s} {'F1':>6s} {'kept':>9s} {'IoU':>6s}"
-    print(head + f" {'ms/page':>8s} {'books':>6s} {'pdfs':>6s}")
+    print(head + f" {'ms/page':>8s} {'mean':>6s} {'books':>6s} {'pdfs':>6s}")
     for name, s in table:
         kept = f"{s['kept']}/{s['pages']}"
         print(
             f"{name:10s} {s['precision']:9.3f} {s['recall']:7.3f} {s['f1']:6.3f} {kept:>9s} {s['iou']:6.3f}"
-            f" {s['ms']:8.1f} {s['ms_books']:6.1f} {s['ms_pdfs']:6.1f}"
+            f" {s['ms']:8.1f} {s['ms_mean']:6.1f} {s['ms_books']:6.1f} {s['ms_pdfs']:6.1f}"
         )
 
 

@@ -34,13 +34,27 @@ class Scan:
     image: mupdf.FzImage
     rect: pymupdf.Rect
     """The image's rectangle on the page (PDF points, MuPDF's top-down coordinates)."""
-    width: int
-    height: int
     gray: bool
     """One channel (grey or 1-bit scan): the page renders grey without losing anything."""
     jpeg: bytes | None = None
     """The scan's file when it is a plain grey or RGB JPEG: OpenCV's libjpeg-turbo decodes it ~1.5× faster than
     MuPDF's libjpeg, into one array (no second copy), and only the luminance when grey is asked of a colour scan."""
+
+    @property
+    def width(self) -> int:
+        return self.image.w()
+
+    @property
+    def height(self) -> int:
+        return self.image.h()
+
+
+_CALLBACKS = (
+    "fill_image", "fill_path", "stroke_path", "fill_text", "stroke_text", "fill_shade", "fill_image_mask",
+    "clip_path", "clip_stroke_path", "clip_text", "clip_stroke_text", "clip_image_mask", "pop_clip",
+    "begin_mask", "begin_group", "end_group",
+)  # fmt: skip
+"""The device calls :class:`_PaintLog` handles; MuPDF skips the rest (``ignore_text`` included) in C."""
 
 
 class _PaintLog(mupdf.FzDevice2):
@@ -58,11 +72,7 @@ class _PaintLog(mupdf.FzDevice2):
         """Each image drawn: the image, its transform, its opacity, whether all that encloses it is harmless."""
         self.painted_after_image = False
         self._enclosing: list[bool] = []
-        for name in ("fill_image", "fill_path", "stroke_path", "fill_text", "stroke_text", "fill_shade"):
-            getattr(self, f"use_virtual_{name}")()
-        for name in ("fill_image_mask", "clip_path", "clip_stroke_path", "clip_text", "clip_stroke_text"):
-            getattr(self, f"use_virtual_{name}")()
-        for name in ("clip_image_mask", "pop_clip", "begin_mask", "begin_group", "end_group"):
+        for name in _CALLBACKS:
             getattr(self, f"use_virtual_{name}")()
 
     def fill_image(self, ctx, image, ctm, alpha, color_params) -> None:
@@ -115,7 +125,7 @@ def find_scan(page: pymupdf.Page) -> Scan | None:
     rect = pymupdf.Rect(ctm.e, ctm.f, ctm.e + ctm.a, ctm.f + ctm.d)
     if not _covers(rect, page.rect):
         return None
-    return Scan(image, rect, image.w(), image.h(), gray=image.n() == 1, jpeg=_plain_jpeg(page, image))
+    return Scan(image, rect, gray=image.n() == 1, jpeg=_plain_jpeg(page, image))
 
 
 def _plain_jpeg(page: pymupdf.Page, image: mupdf.FzImage) -> bytes | None:

@@ -12,29 +12,33 @@ import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling
 
 # isort: split
 import atexit
+import html
 import io
 import os
 import shutil
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
 from PIL import Image
 
 import models
-from pipeline import NothingToDo, Options, OutputError, PdfError, Progress, check_pdf, run
+from pipeline import NothingToDo, Options, OutputError, PdfError, Summary, run_pages
 from pipeline.fit import MODES as FIT_MODES
-from pipeline.judges import DEFAULT_JUDGE, JUDGES, threshold_of
-from pipeline.manifest import PageRecord
-from pipeline.report import histogram, histogram_svg
-from pipeline.writer import read_images, read_manifest
+from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
+from pipeline.report import REPORT, histogram, histogram_svg
+from pipeline.source import gather_uploads
+from pipeline.writer import read_images, read_manifest, read_text
 
 GPU_DURATION = int(os.environ.get("GPU_DURATION", "20"))
 """Seconds of ZeroGPU requested per classify call; quota is charged on this, so keep it tight."""
 MAX_FILE_SIZE = os.environ.get("MAX_FILE_SIZE", "100mb")
 """Upload limit for any file (Gradio refuses bigger uploads before a handler runs)."""
+MAX_UNPACKED_MB = int(os.environ.get("MAX_UNPACKED_MB", "2048"))
+"""Most megabytes of PDFs unpacked from the zips of one request (the Space's disk is shared by everyone)."""
 GALLERY_LIMIT = 12
 WORK_MAX_AGE_S = 3600
 """Our own zip work folders are removed after this long (Gradio's copies follow ``delete_cache``)."""
@@ -81,56 +85,101 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[d
 
 
 def pdf_to_dataset(
-    pdf: str | None,
-    threshold: float | None = None,
-    size: int = 1024,
+    pdfs: list[str] | None,
+    threshold: str = "",
+    size: int = Options().size,
     filter_name: str = DEFAULT_JUDGE,
     fit: str = Options().fit,
+    crop: bool = Options().crop,
+    trigger: str = Options().trigger,
+    caption: str = Options().caption,
+    dedupe: int = Options().dedupe,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
-) -> tuple[str, str, str, list[tuple[object, str]], list[tuple[object, str]]]:
-    """Run the pipeline on one uploaded PDF (CPU only: a GPU would burn visitors' quota for nothing).
+) -> Iterator[tuple[object, ...]]:
+    """Run the pipeline on the uploaded PDFs and zips of PDFs as one run into one zip (CPU only).
 
-    Returns the zip, a summary, the histogram of judge scores with the threshold (SVG), some kept images
-    and the rejected pages nearest the threshold, so the threshold can be judged before downloading.
+    A generator, so that **Cancel** can stop it between pages: Gradio closes it, which stops the run and
+    frees the queue's slot. Yields a running status after each page; the last yield is the zip, a
+    per-file summary, the score histogram, some kept images, the rejected pages nearest the threshold
+    and the report, so the threshold can be judged before downloading.
     """
-    if not pdf:
-        raise _pdf_error("No PDF: upload a scanned PDF, then press Build dataset.")
+    if not pdfs:
+        raise _pdf_error("No PDF: upload one or more scanned PDFs (or a .zip of PDFs), then press Build dataset.")
     try:
-        pages = check_pdf(pdf)
-        options = Options(filter=filter_name, threshold=threshold, size=int(size), fit=fit)
-    except (PdfError, ValueError) as exc:
+        options = Options(
+            filter=filter_name,
+            threshold=parse_threshold(threshold),
+            size=int(size),
+            fit=fit,
+            crop=bool(crop),
+            trigger=trigger or "",
+            caption=caption or Options().caption,
+            dedupe=None if dedupe is None or dedupe < 0 else int(dedupe),
+        )
+    except ValueError as exc:
         raise _pdf_error(str(exc)) from None
-    progress((0, pages), desc="Reading pages", unit="pages")
-
-    def on_page(record: PageRecord, where: Progress) -> None:
-        progress((where.done, where.total), desc=f"Page {where.done}/{where.total}, {where.kept} kept", unit="pages")
-
-    zip_path = _work_dir() / f"{Path(pdf).stem}_dataset.zip"
+    work = _work_dir()
     try:
-        summary = run([pdf], zip_path, options, on_page=on_page, resume=False)
+        names, problems = gather_uploads(pdfs, work / "unpacked", MAX_UNPACKED_MB * 2**20)
+        yield _status(f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…")
+        zip_path = work / _zip_name(pdfs)
+        pages = run_pages(list(names), zip_path, options, resume=False)
+        try:
+            while True:
+                try:
+                    record, where = next(pages)
+                except StopIteration as finished:
+                    summary = finished.value
+                    break
+                desc = f"Page {where.done}/{where.total}, {where.kept} kept"
+                progress((where.done, where.total), desc=desc, unit="pages")
+                yield _status(f"{desc} · {record.source} p{record.page or '-'}")
+        finally:
+            pages.close()  # on Cancel (GeneratorExit here) this stops the run's workers and closes the zip
     except (NothingToDo, OutputError, PdfError) as exc:
+        shutil.rmtree(work, ignore_errors=True)
         raise _pdf_error(str(exc)) from None
-    text = (
-        f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), "
-        f"{summary.errors} errors, {summary.warnings} with MuPDF warnings (the manifest's warning column), "
-        f"{summary.seconds:.1f} s."
-    )
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)  # cancelled or failed: nothing of it will be downloaded
+        raise
+    finally:
+        shutil.rmtree(work / "unpacked", ignore_errors=True)
+    yield _results(summary, names, problems)
+
+
+def _status(text: str) -> tuple[object, ...]:
+    """A running update: the summary box only, every other output unchanged."""
+    return gr.skip(), text, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+
+def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> tuple[object, ...]:
+    lines = [
+        f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
+        f"{summary.warnings} with MuPDF warnings (the manifest's warning column), {summary.seconds:.1f} s."
+    ]
     dropped = [f"{n} {what}" for n, what in ((summary.too_small, "too small"), (summary.duplicates, "duplicates"))]
     if summary.too_small or summary.duplicates:
-        text += f" Kept but not written: {', '.join(dropped)}."
-    text += (
-        " The zip holds the images, manifest.csv (one row per page with its filter score, to re-threshold "
-        "later) and report.html."
-    )
+        lines[0] += f" Kept but not written: {', '.join(dropped)}."
     if summary.pages and not summary.kept:
-        text += " No page passed the filter: try a lower threshold."
+        lines[0] += " No page passed the filter: try a lower threshold."
+    lines += [f"{names.get(path, path.name)}: {file.describe()}" for path, file in summary.files.items()]
+    lines += [f"not processed: {problem}" for problem in problems]
     scores = [float(row["score"]) for row in read_manifest(summary.output) if row["score"]]
     chart = histogram_svg(histogram(scores, summary.threshold)) if scores else ""
     rejected = [
         (Image.open(io.BytesIO(thumb.jpeg)), f"{thumb.label} · score {thumb.score:.2f}")
         for thumb in summary.borderline.thumbnails(kept=False)
     ]
-    return str(summary.output), text, chart, read_images(summary.output, limit=GALLERY_LIMIT), rejected
+    report = read_text(summary.output, REPORT)
+    viewer = f'<iframe title="Dataset report" class="report" srcdoc="{html.escape(report)}"></iframe>'
+    kept = read_images(summary.output, limit=GALLERY_LIMIT)
+    return str(summary.output), "\n".join(lines), chart, kept, rejected, viewer
+
+
+def _zip_name(uploads: list[str]) -> str:
+    """``<first file>_dataset.zip``, ``…_and_N_more_dataset.zip`` for several."""
+    stem = Path(uploads[0]).stem
+    return f"{stem}_dataset.zip" if len(uploads) == 1 else f"{stem}_and_{len(uploads) - 1}_more_dataset.zip"
 
 
 def _pdf_error(message: str) -> gr.Error:
@@ -150,68 +199,160 @@ def _work_dir() -> Path:
 
 
 # ---------------------------------------------------------------- layout
+CSS = """
+.report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
+"""
+
 with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800, 3600)) as demo:
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
     with gr.Tab("Cattle scanner"):
         gr.Markdown(TRIAGE_NOTE)
         with gr.Row():
             with gr.Column():
-                photo = gr.File(label="Cattle photo", file_types=["image"], type="filepath")
-                more_photos = gr.File(
-                    label=f"More photos of the same case (optional, up to {models.MAX_IMAGES} in all)",
+                photo = gr.File(
+                    label="Cattle photo (on a phone: take one or pick one from the gallery)",
                     file_types=["image"],
-                    file_count="multiple",
                     type="filepath",
+                    height=140,
+                    elem_id="photo",
                 )
-                classify_btn = gr.Button("Classify", variant="primary")
+                photo_preview = gr.Image(
+                    label="Photo", interactive=False, height=260, visible=False, elem_id="photo-preview"
+                )
+                with gr.Accordion(
+                    f"More photos of the same case (optional, up to {models.MAX_IMAGES} in all)", open=False
+                ):
+                    more_photos = gr.File(
+                        label="More photos",
+                        file_types=["image"],
+                        file_count="multiple",
+                        type="filepath",
+                        height=140,
+                        elem_id="more-photos",
+                    )
+                classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
             with gr.Column():
-                scores = gr.Label(label="Top classes (first photo)", num_top_classes=5)
-                details = gr.Markdown(f"Model: `{CLASSIFIER.model_id}`")
+                scores = gr.Label(label="Top classes (first photo)", num_top_classes=5, elem_id="scores")
+                details = gr.Markdown(f"Model: `{CLASSIFIER.model_id}`", elem_id="details")
     with gr.Tab("PDF → dataset"):
         gr.Markdown(
-            "Upload a scanned PDF: every page is judged by a fast filter, kept pages are resized and zipped "
-            "with a `manifest.csv`. Runs on the CPU, page by page."
+            "Upload scanned PDFs (several at once, or a `.zip` of PDFs): every page is judged by a fast filter, kept "
+            "pages or their pictures are resized and zipped with captions, a `manifest.csv` and a report. "
+            "Runs on the CPU, page by page; **Cancel** stops it."
         )
         with gr.Row():
             with gr.Column():
-                pdf = gr.File(label="Scanned PDF", file_types=[".pdf"], type="filepath")
-                threshold = gr.Number(
-                    value=None,
+                pdfs = gr.File(
+                    label="Scanned PDFs, or a .zip of PDFs",
+                    file_types=[".pdf", ".zip"],
+                    file_count="multiple",
+                    type="filepath",
+                    height=160,
+                    elem_id="pdfs",
+                )
+                filter_name = gr.Dropdown(sorted(JUDGES), value=DEFAULT_JUDGE, label="Filter", elem_id="filter-name")
+                threshold = gr.Textbox(
+                    value="",
                     label="Filter threshold",
-                    info=f"Empty = the filter's own default ({_JUDGE_DEFAULTS})",
+                    placeholder=f"the filter's own ({_JUDGE_DEFAULTS})",
+                    info="Empty = the filter's own default; a page is kept when its score passes it",
+                    elem_id="threshold",
                 )
-                size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px)")
-                filter_name = gr.Dropdown(sorted(JUDGES), value=DEFAULT_JUDGE, label="Filter")
-                fit = gr.Dropdown(
-                    list(FIT_MODES),
-                    value=Options().fit,
-                    label="Fit",
-                    info="bucket: nearest SDXL bucket of about size² px · square: size×size · max-side: longest side",
+                crop = gr.Checkbox(
+                    value=Options().crop,
+                    label="Crop pictures",
+                    info="write each picture region, not the whole page",
+                    elem_id="crop",
                 )
-                build_btn = gr.Button("Build dataset", variant="primary")
+                with gr.Accordion("Output: size, fit, captions, duplicates", open=False):
+                    size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px)", elem_id="size")
+                    fit = gr.Dropdown(
+                        list(FIT_MODES),
+                        value=Options().fit,
+                        label="Fit",
+                        info="bucket: nearest SDXL bucket of ~size² px · square: size×size · max-side: longest side",
+                        elem_id="fit",
+                    )
+                    trigger = gr.Textbox(
+                        value=Options().trigger,
+                        label="Caption trigger word",
+                        placeholder="e.g. vestnik mody",
+                        elem_id="trigger",
+                    )
+                    caption = gr.Textbox(
+                        value=Options().caption,
+                        label="Caption template",
+                        info="{trigger}, {source} (the PDF's name), {page}, {region}",
+                        elem_id="caption",
+                    )
+                    dedupe = gr.Number(
+                        value=Options().dedupe,
+                        precision=0,
+                        minimum=-1,
+                        maximum=64,
+                        label="Duplicate distance (bits)",
+                        info="drop an image this near an earlier one (perceptual hash); -1 keeps all",
+                        elem_id="dedupe",
+                    )
+                with gr.Row():
+                    build_btn = gr.Button("Build dataset", variant="primary", elem_id="build-btn")
+                    cancel_btn = gr.Button("Cancel", variant="stop", interactive=False, elem_id="cancel-btn")
             with gr.Column():
-                dataset_zip = gr.File(label="Dataset (zip with manifest.csv)")
-                summary = gr.Textbox(label="Summary", lines=3)
-                score_chart = gr.HTML(label="Judge scores (threshold in red)")
-                kept_gallery = gr.Gallery(label="Kept", columns=4, height=300)
-                rejected_gallery = gr.Gallery(label="Rejected, nearest the threshold", columns=4, height=300)
+                summary = gr.Textbox(label="Summary", lines=4, elem_id="summary")
+                dataset_zip = gr.File(label="Dataset (zip with manifest.csv and report.html)", elem_id="dataset-zip")
+                score_chart = gr.HTML(label="Judge scores (threshold in red)", elem_id="score-chart")
+                kept_gallery = gr.Gallery(label="Kept", columns=4, height=300, elem_id="kept-gallery")
+                rejected_gallery = gr.Gallery(
+                    label="Rejected, nearest the threshold", columns=4, height=300, elem_id="rejected-gallery"
+                )
+        with gr.Accordion("Report (report.html)", open=False):
+            report = gr.HTML(elem_id="report")
 
     # ------------------------------------------------------------ wiring
     classify_btn.click(
         classify, inputs=[photo, more_photos], outputs=[scores, details], api_name="classify", concurrency_limit=2
     )
-    build_btn.click(
+    photo.change(
+        lambda path: gr.Image(value=path, visible=bool(path)),
+        inputs=photo,
+        outputs=photo_preview,
+        queue=False,
+        api_visibility="private",
+    )
+    build = build_btn.click(
+        lambda: (gr.Button(interactive=False), gr.Button(interactive=True)),
+        outputs=[build_btn, cancel_btn],
+        queue=False,
+        api_visibility="private",
+    ).then(
         pdf_to_dataset,
-        inputs=[pdf, threshold, size, filter_name, fit],
-        outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery],
+        inputs=[pdfs, threshold, size, filter_name, fit, crop, trigger, caption, dedupe],
+        outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery, report],
         api_name="pdf_to_dataset",
         concurrency_limit=1,
+    )
+    build.then(
+        lambda: (gr.Button(interactive=True), gr.Button(interactive=False)),
+        outputs=[build_btn, cancel_btn],
+        queue=False,
+        api_visibility="private",
+    )
+    cancel_btn.click(
+        lambda: (
+            "Cancelled: the run was stopped and nothing was kept.",
+            gr.Button(interactive=True),
+            gr.Button(interactive=False),
+        ),
+        outputs=[summary, build_btn, cancel_btn],
+        cancels=[build],
+        queue=False,
+        api_visibility="private",
     )
 
 # A free Space has 2 vCPUs: one PDF job at a time, a short queue rather than an unbounded backlog.
 demo.queue(default_concurrency_limit=1, max_size=16)
 
-LAUNCH_KWARGS = {"max_file_size": MAX_FILE_SIZE, "theme": gr.themes.Soft()}
+LAUNCH_KWARGS = {"max_file_size": MAX_FILE_SIZE, "theme": gr.themes.Soft(), "css": CSS}
 
 if __name__ == "__main__":
     demo.launch(**LAUNCH_KWARGS)

@@ -1,11 +1,12 @@
 """Scanned PDF archive → curated image dataset, one page at a time (no torch, no gradio here)."""
 
 from pipeline.options import Options
-from pipeline.orchestrator import NothingToDo, Progress, Summary, default_workers, run
-from pipeline.source import PdfError, check_pdf, find_pdfs
+from pipeline.orchestrator import FileSummary, NothingToDo, Progress, Summary, default_workers, run, run_pages
+from pipeline.source import PdfError, check_pdf, find_pdfs, unpack_pdfs
 from pipeline.writer import OutputError
 
 __all__ = [
+    "FileSummary",
     "NothingToDo",
     "Options",
     "OutputError",
@@ -16,4 +17,6 @@ __all__ = [
     "default_workers",
     "find_pdfs",
     "run",
+    "run_pages",
+    "unpack_pdfs",
 ]

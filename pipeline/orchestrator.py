@@ -7,7 +7,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +64,28 @@ class Summary:
     """Thumbnails of the pages nearest the threshold, on both sides (this session's pages)."""
     output: Path = Path()
     output_bytes: int = 0
+    files: dict[Path, FileSummary] = dataclasses.field(default_factory=dict)
+    """What happened to each input PDF, in input order (pages of this session's run)."""
+
+
+@dataclass
+class FileSummary:
+    """One input PDF's share of a run: for the Space's per-file summary."""
+
+    pages: int = 0
+    kept: int = 0
+    images: int = 0
+    errors: int = 0
+    error: str = ""
+    """Why the whole file was skipped (not a PDF, encrypted, damaged), when it was."""
+
+    def describe(self) -> str:
+        """One line for people: ``3 pages, 1 kept (2 images), 1 error``, or why the file was skipped."""
+        if self.error:
+            return f"skipped ({self.error})"
+        errors = f"{self.errors} page error{'s' * (self.errors != 1)}" if self.errors else "no errors"
+        images = f"{self.images} image{'s' * (self.images != 1)}"
+        return f"{self.pages} page{'s' * (self.pages != 1)}, {self.kept} kept ({images}), {errors}"
 
 
 def run(
@@ -81,6 +103,28 @@ def run(
     where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
     processes; the output is the same, in the same order.
     """
+    pages = run_pages(inputs, output, options, workers, resume)
+    while True:
+        try:
+            record, progress = next(pages)
+        except StopIteration as finished:
+            return finished.value
+        if on_page is not None:
+            on_page(record, progress)
+
+
+def run_pages(
+    inputs: Sequence[str | Path],
+    output: str | Path,
+    options: Options = Options(),
+    workers: int = 1,
+    resume: bool = True,
+) -> Generator[tuple[PageRecord, Progress], None, Summary]:
+    """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
+
+    For callers that must be able to stop a run between pages (the Space's Cancel button): closing the
+    generator stops the workers and closes the output with the pages committed so far (resumable).
+    """
     pdfs = [path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
@@ -90,6 +134,7 @@ def run(
         writer = open_writer(output, _run_id(pdfs, options), resume)
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
+        summary.files = {path: FileSummary() for path in pdfs}
         duplicates = _duplicate_index(writer.journal, options.dedupe)
         captions = options.captions()
         total = sum(max(count, 1) for count in counts)
@@ -104,8 +149,7 @@ def run(
                     progress.done += 1
                     progress.kept += record.kept
                     progress.output_bytes = writer.size()
-                    if on_page is not None:
-                        on_page(record, progress)
+                    yield record, progress
                 del results
             complete = True
         finally:
@@ -144,6 +188,13 @@ def _commit(
     if result.thumbnail is not None and summary.borderline is not None:
         summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)
     summary.pages += record.page is not None
+    file = summary.files.setdefault(task.path, FileSummary())
+    file.pages += record.page is not None
+    file.kept += record.kept
+    file.images += len(images)
+    file.errors += bool(record.error)
+    if record.page is None:
+        file.error = record.error
     summary.kept += record.kept
     summary.images += len(images)
     summary.errors += bool(record.error)

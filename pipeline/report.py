@@ -165,8 +165,10 @@ def histogram_svg(hist: Histogram, width: int = 640, height: int = 220) -> str:
         return left + (value - low) / (high - low) * plot_w
 
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="histogram" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="histogram of judge scores">',
+        # Scales down to its container (a phone, a narrow column) instead of overflowing it; never above its size.
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="histogram" viewBox="0 0 {width} {height}" '
+        f'style="display:block;width:100%;max-width:{width}px;height:auto" role="img" '
+        'aria-label="histogram of judge scores">',
         f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" stroke="#444"/>',
     ]
     for edge0, edge1, n in zip(hist.edges, hist.edges[1:], hist.counts, strict=False):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -62,3 +64,69 @@ def check_pdf(path: str | Path) -> int:
     """Validate a PDF before a run and return its page count (``PdfError`` when unusable)."""
     with open_pdf(path) as doc:
         return doc.page_count
+
+
+def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int) -> dict[Path, str]:
+    """Extract the PDFs of a ``.zip`` into ``folder``, in the archive's order; other members are ignored.
+
+    Returns each extracted file with its path inside the archive (to name it to people).
+    Each PDF goes to its own numbered sub-folder under its own base name, so no member path can escape
+    ``folder`` and two PDFs of the same name in different folders stay apart. Stops with ``PdfError`` when
+    the extracted PDFs would exceed ``max_bytes`` (counted as they are written: declared sizes can lie).
+    """
+    name, folder = Path(archive).name, Path(folder)
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            members = [m for m in zipped.infolist() if not m.is_dir() and m.filename.lower().endswith(".pdf")]
+            if not members:
+                raise PdfError(f"{name}: the zip holds no PDF")
+            written, pdfs = 0, {}
+            for number, member in enumerate(members, 1):
+                target = folder / f"{number:05d}" / Path(member.filename.replace("\\", "/")).name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zipped.open(member) as source, target.open("wb") as sink:
+                    while chunk := source.read(1 << 20):
+                        written += len(chunk)
+                        if written > max_bytes:
+                            raise PdfError(f"{name}: its PDFs hold more than {max_bytes / 2**20:,.0f} MB unpacked")
+                        sink.write(chunk)
+                pdfs[target] = member.filename
+            return pdfs
+    except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
+        raise PdfError(f"{name}: not a zip archive, or damaged ({exc})") from None
+    except (NotImplementedError, RuntimeError) as exc:  # an encrypted member, a compression Python lacks
+        raise PdfError(f"{name}: cannot be unpacked ({exc})") from None
+    except OSError as exc:
+        raise PdfError(f"{name}: cannot be unpacked here ({exc.strerror or exc})") from None
+
+
+def gather_uploads(
+    files: Iterable[str | Path], folder: str | Path, max_unpacked: int
+) -> tuple[dict[Path, str], list[str]]:
+    """The PDFs among uploaded files, ``.zip`` archives unpacked into ``folder``, for one run.
+
+    Returns every PDF (usable or not: an unusable one gets its error row in the manifest) with the name
+    people know it by (``archive.zip › 1890/issue.pdf`` for a member), and why each archive that could not
+    be unpacked was skipped. Raises ``PdfError`` naming every file when not one PDF can be opened.
+    """
+    names: dict[Path, str] = {}
+    problems: list[str] = []
+    for number, file in enumerate(map(Path, files)):
+        if file.suffix.lower() != ".zip":
+            names[file] = file.name
+            continue
+        try:
+            unpacked = unpack_pdfs(file, Path(folder) / str(number), max_unpacked)
+        except PdfError as exc:
+            problems.append(str(exc))
+            continue
+        names.update({pdf: f"{file.name} › {member}" for pdf, member in unpacked.items()})
+    reasons = []
+    for pdf in names:
+        try:
+            check_pdf(pdf)
+        except PdfError as exc:
+            reasons.append(str(exc))
+        else:
+            return names, problems
+    raise PdfError("; ".join([*problems, *reasons]) or "no file to process")

@@ -179,6 +179,15 @@ def read_manifest(output: str | Path) -> list[dict[str, str]]:
         return list(csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8", newline="")))
 
 
+def read_text(output: str | Path, name: str) -> str:
+    """A text file a finished output holds at its root (``report.html``), for showing it outside the zip."""
+    path = Path(output)
+    if path.is_dir():
+        return (path / name).read_text(encoding="utf-8")
+    with zipfile.ZipFile(path) as archive:
+        return archive.read(name).decode("utf-8")
+
+
 def _write_manifest(handle: io.TextIOBase, journal: Journal) -> csv.DictWriter:
     writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

@@ -8,100 +8,25 @@ from __future__ import annotations
 
 import csv
 import gc
-import importlib
 import io
-import os
-import socket
-import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import httpx
-import numpy as np
-import pymupdf
 import pytest
+from factories import mixed_page, pdf_from_images, text_page
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
-from test_models import LABELS, save_tiny_vit
+from test_models import LABELS
 
-MAX_FILE_SIZE = "1mb"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_tiny_vit(tmp_path_factory.mktemp("tiny-vit-app"))
-
-
-@pytest.fixture(scope="module")
-def app(tiny_model: Path) -> Iterator[ModuleType]:
-    """Import app.py with the tiny model and a 1 MB upload limit, launch it, close it afterwards."""
-    saved = {k: os.environ.get(k) for k in ("MODEL_ID", "MODEL_POLICY", "MAX_FILE_SIZE")}
-    os.environ.update(MODEL_ID=str(tiny_model), MODEL_POLICY="per_request", MAX_FILE_SIZE=MAX_FILE_SIZE)
-    sys.modules.pop("app", None)
-    module = importlib.import_module("app")
-    kwargs = {**module.LAUNCH_KWARGS, "server_name": "127.0.0.1", "server_port": _free_port()}
-    module.demo.launch(prevent_thread_lock=True, quiet=True, **kwargs)
-    try:
-        yield module
-    finally:
-        module.demo.close()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+from pipeline import Options
 
 
 @pytest.fixture(scope="module")
 def client(app: ModuleType) -> Client:
     return Client(app.demo.local_url, verbose=False)
-
-
-@pytest.fixture(scope="module")
-def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A photo, fakes, and PDFs: good (one picture page, one text page), encrypted, damaged, not a PDF."""
-    d = tmp_path_factory.mktemp("files")
-    rng = np.random.default_rng(0)
-    out: dict[str, Path] = {}
-
-    out["photo"] = d / "cow.jpg"
-    Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)).save(out["photo"])
-    out["photo2"] = d / "cow2.png"
-    Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(out["photo2"])
-    out["fake_jpg"] = d / "fake.jpg"
-    out["fake_jpg"].write_text("this is a text file, not a photo")
-
-    noise = io.BytesIO()  # a 768x1024 "scan" of big grey blocks: high σ, above the 512 px minimum side, small JPEG
-    blocks = np.kron(rng.integers(0, 255, (32, 24), dtype=np.uint8), np.ones((32, 32), dtype=np.uint8))
-    Image.fromarray(blocks).save(noise, format="JPEG", quality=80)
-    doc = pymupdf.open()
-    picture = doc.new_page(width=300, height=400)
-    picture.insert_image(picture.rect, stream=noise.getvalue())
-    text = doc.new_page(width=300, height=400)
-    text.insert_text((30, 40), "Lorem ipsum dolor sit amet, " * 2, fontsize=8)
-    out["pdf"] = d / "gazette.pdf"
-    doc.save(out["pdf"])
-    out["encrypted"] = d / "locked.pdf"
-    doc.save(out["encrypted"], encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="secret")
-    doc.close()
-
-    data = out["pdf"].read_bytes()
-    out["broken"] = d / "broken.pdf"
-    out["broken"].write_bytes(data[:200])  # cut after the header: MuPDF cannot repair it
-    out["not_pdf"] = d / "notes.pdf"
-    out["not_pdf"].write_text("just some notes, saved with a .pdf name\n" * 20)
-    out["huge_pdf"] = d / "huge.pdf"
-    out["huge_pdf"].write_bytes(b"%PDF-1.7\n" + b"0" * 2_000_000)
-    return out
 
 
 def _error(client: Client, *args: object, api_name: str) -> str:
@@ -122,9 +47,20 @@ def test_api_names_and_defaults(client: Client) -> None:
     classify_params = endpoints["/classify"]["parameters"]
     assert classify_params[0]["parameter_name"] == "photo"
     pdf_params = endpoints["/pdf_to_dataset"]["parameters"]
-    assert pdf_params[0]["parameter_name"] == "pdf"
+    assert pdf_params[0]["parameter_name"] == "pdfs"
     assert not pdf_params[0]["parameter_has_default"]
-    assert all(p["parameter_has_default"] for p in pdf_params[1:])
+    defaults = {p["parameter_name"]: p["parameter_default"] for p in pdf_params[1:]}
+    cli = Options()  # the CLI's defaults: every control must default to the same
+    assert defaults == {
+        "threshold": "",  # empty: the judge's own
+        "size": cli.size,
+        "filter_name": cli.filter,
+        "fit": cli.fit,
+        "crop": cli.crop,
+        "trigger": cli.trigger,
+        "caption": cli.caption,
+        "dedupe": cli.dedupe,
+    }
 
 
 def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: Client, files: dict[str, Path]) -> None:
@@ -178,11 +114,11 @@ def test_unloadable_model_says_how_to_fix_it(
 
 
 def test_resident_policy_loads_once(
-    app: ModuleType, client: Client, files: dict[str, Path], tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+    app: ModuleType, client: Client, files: dict[str, Path], app_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import models
 
-    monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(tiny_model)))
+    monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(app_model)))
     loads = models.STATS.loads
     first, details = client.predict(handle_file(files["photo"]), api_name="/classify")
     second, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
@@ -192,37 +128,107 @@ def test_resident_policy_loads_once(
     assert models.STATS.last_model() is not None
 
 
+def _manifest(zip_path: str) -> list[dict[str, str]]:
+    with zipfile.ZipFile(zip_path) as archive:
+        return list(csv.DictReader(io.TextIOWrapper(archive.open("manifest.csv"), encoding="utf-8")))
+
+
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, chart, gallery, rejected = (
-        client.predict(  # sigma pinned: a noise picture vs a few text lines is its textbook case
-            pdf=handle_file(files["pdf"]),
-            threshold=40.0,
-            size=256,
-            filter_name="sigma",
-            fit="square",
-            api_name="/pdf_to_dataset",
-        )
+    zip_path, summary, chart, gallery, rejected, report = client.predict(
+        pdfs=[handle_file(files["pdf"])],  # sigma pinned: a noise picture vs a few text lines is its textbook case
+        threshold="40",
+        size=256,
+        filter_name="sigma",
+        fit="square",
+        api_name="/pdf_to_dataset",
     )
 
     assert Path(zip_path).name == "gazette_dataset.zip"
     with zipfile.ZipFile(zip_path) as archive:
-        names = archive.namelist()
-        rows = list(csv.DictReader(io.TextIOWrapper(archive.open("manifest.csv"), encoding="utf-8")))
-        jpgs = [n for n in names if n.endswith(".jpg")]
+        jpgs = [n for n in archive.namelist() if n.endswith(".jpg")]
         with archive.open(jpgs[0]) as handle, Image.open(handle) as image:
             assert image.size == (256, 256)
-    assert [(r["page"], r["kept"]) for r in rows] == [("1", "true"), ("2", "false")]
+    assert [(r["page"], r["kept"]) for r in _manifest(zip_path)] == [("1", "true"), ("2", "false")]
     assert jpgs == ["gazette_p0001.jpg"]
     assert summary.startswith("2 pages seen, 1 kept")
+    assert "gazette.pdf: 2 pages, 1 kept (1 image), no errors" in summary.splitlines()
     assert len(gallery) == 1
     assert "<svg" in chart and "threshold 40" in chart
     assert len(rejected) == 1 and "p2" in rejected[0]["caption"]
+    assert report.startswith("<iframe") and "Dataset report" in report and "threshold 40" in report
 
 
-def test_pdf_to_dataset_defaults(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, *_ = client.predict(handle_file(files["pdf"]), api_name="/pdf_to_dataset")
-    assert zipfile.is_zipfile(zip_path)
+def test_pdf_to_dataset_defaults_are_the_clis(client: Client, files: dict[str, Path], tmp_path: Path) -> None:
+    from pipeline import run
+
+    zip_path, summary, chart, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+    cli = run([files["pdf"]], tmp_path / "cli.zip", Options())
     assert summary.startswith("2 pages seen")
+    assert "threshold 0.5" in chart  # the structure judge's own threshold, not 0
+    space = [(r["page"], r["kept"], r["score"], r["outputs"]) for r in _manifest(zip_path)]
+    assert space == [(r["page"], r["kept"], r["score"], r["outputs"]) for r in _manifest(str(cli.output))]
+
+
+def test_options_reach_the_run(client: Client, tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "plate.pdf", [mixed_page(1200, 1650, seed=1)] * 2)
+    zip_path, _, *_ = client.predict(
+        [handle_file(pdf)], crop=True, trigger="vestnik mody", caption="{trigger}, plate", dedupe=-1,
+        api_name="/pdf_to_dataset",
+    )  # fmt: skip
+    rows = _manifest(zip_path)
+    assert [r["kept"] for r in rows] == ["true", "true"]
+    assert all("_r1" in r["outputs"] for r in rows), "crop writes regions"
+    assert not any(r["duplicates"] for r in rows), "dedupe -1 keeps the identical second page"
+    with zipfile.ZipFile(zip_path) as archive:
+        assert archive.read(rows[0]["outputs"].split(";")[0][:-4] + ".txt").decode() == "vestnik mody, plate"
+
+
+def test_several_pdfs_and_a_zip_are_one_run(client: Client, files: dict[str, Path], tmp_path: Path) -> None:
+    pictures = pdf_from_images(tmp_path / "plates.pdf", [mixed_page(1200, 1650, seed=1)])
+    text = pdf_from_images(tmp_path / "columns.pdf", [text_page(seed=2)])
+    bundle = tmp_path / "issues.zip"
+    with zipfile.ZipFile(bundle, "w") as archive:
+        archive.write(files["pdf"], "1890/gazette.pdf")
+        archive.write(files["not_pdf"], "1891/notes.pdf")
+        archive.writestr("readme.txt", "not a PDF, ignored")
+
+    zip_path, summary, *_ = client.predict(
+        [handle_file(pictures), handle_file(text), handle_file(bundle)], api_name="/pdf_to_dataset"
+    )
+    assert Path(zip_path).name == "plates_and_2_more_dataset.zip"
+    rows = _manifest(zip_path)
+    assert [(r["source"], r["page"]) for r in rows] == [
+        ("plates.pdf", "1"),
+        ("columns.pdf", "1"),
+        ("gazette.pdf", "1"),
+        ("gazette.pdf", "2"),
+        ("notes.pdf", ""),
+    ]
+    lines = summary.splitlines()
+    assert lines[0].startswith("4 pages seen, ")
+    assert "plates.pdf: 1 page, 1 kept (1 image), no errors" in lines
+    assert "columns.pdf: 1 page, 0 kept (0 images), no errors" in lines
+    assert any(line.startswith("issues.zip › 1890/gazette.pdf: 2 pages") for line in lines)
+    assert any(line.startswith("issues.zip › 1891/notes.pdf: skipped (notes.pdf: not a PDF") for line in lines)
+
+
+def test_unusable_uploads_are_each_named(client: Client, files: dict[str, Path], tmp_path: Path) -> None:
+    empty = tmp_path / "empty.zip"
+    with zipfile.ZipFile(empty, "w") as archive:
+        archive.writestr("readme.txt", "no PDF here")
+    fake = tmp_path / "fake.zip"
+    fake.write_text("not a zip")
+    message = _error(
+        client, [handle_file(files["not_pdf"]), handle_file(empty), handle_file(fake)], api_name="/pdf_to_dataset"
+    )
+    assert "notes.pdf: not a PDF" in message
+    assert "empty.zip: the zip holds no PDF" in message
+    assert "fake.zip: not a zip archive" in message
+
+
+def test_a_bad_threshold_is_explained(client: Client, files: dict[str, Path]) -> None:
+    message = _error(client, [handle_file(files["pdf"])], "high", api_name="/pdf_to_dataset")
+    assert "threshold must be a number" in message and "'high'" in message
 
 
 @pytest.mark.parametrize(
@@ -230,19 +236,19 @@ def test_pdf_to_dataset_defaults(client: Client, files: dict[str, Path]) -> None
     [("not_pdf", "notes.pdf: not a PDF"), ("encrypted", "locked.pdf: encrypted"), ("broken", "broken.pdf: not a PDF")],
 )
 def test_pdf_errors_keep_the_server_serving(client: Client, files: dict[str, Path], name: str, expected: str) -> None:
-    assert expected in _error(client, handle_file(files[name]), api_name="/pdf_to_dataset")
+    assert expected in _error(client, [handle_file(files[name])], api_name="/pdf_to_dataset")
     _still_serving(client, files)
 
 
 def test_no_pdf(client: Client, files: dict[str, Path]) -> None:
     assert "No PDF" in _error(client, None, api_name="/pdf_to_dataset")
-    assert "Invalid file type" in _error(client, handle_file(files["photo"]), api_name="/pdf_to_dataset")
+    assert "Invalid file type" in _error(client, [handle_file(files["photo"])], api_name="/pdf_to_dataset")
     _still_serving(client, files)
 
 
 def test_over_max_file_size(app: ModuleType, client: Client, files: dict[str, Path]) -> None:
     with pytest.raises(ValueError, match="exceeds the maximum file size of 1048576 bytes"):
-        client.predict(handle_file(files["huge_pdf"]), api_name="/pdf_to_dataset")
+        client.predict([handle_file(files["huge_pdf"])], api_name="/pdf_to_dataset")
     # gradio_client refuses before uploading; the server refuses on its own too (browsers, curl, other clients)
     with files["huge_pdf"].open("rb") as handle:
         response = httpx.post(
@@ -259,8 +265,13 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
     def progress(value: tuple[int, int], desc: str | None = None, total: int | None = None, unit: str = "") -> None:
         calls.append(value)
 
-    zip_path, *_ = app.pdf_to_dataset(str(files["pdf"]), size=256, progress=progress)
-    assert calls == [(0, 2), (1, 2), (2, 2)]
+    *running, (zip_path, *_) = app.pdf_to_dataset([str(files["pdf"])], size=256, progress=progress)
+    assert calls == [(1, 2), (2, 2)]
+    assert [status for _, status, *_ in running] == [
+        "Reading 1 PDF…",
+        "Page 1/2, 0 kept · gazette.pdf p1",
+        "Page 2/2, 0 kept · gazette.pdf p2",
+    ]
     assert zipfile.is_zipfile(zip_path)
 
 
@@ -268,5 +279,5 @@ def test_free_space_limits(app: ModuleType) -> None:
     assert app.demo.max_file_size == 2**20
     assert app.demo.delete_cache is not None
     assert app.demo._queue.max_size == 16
-    limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values()}
+    limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values() if fn.api_visibility == "public"}
     assert limits == {"classify": 2, "pdf_to_dataset": 1}

@@ -7,6 +7,7 @@ main process) does not load OpenCV and NumPy.
 from __future__ import annotations
 
 import importlib
+import math
 
 from pipeline.judges.base import Box, Judge, Verdict
 
@@ -26,6 +27,21 @@ def threshold_of(name: str, threshold: float | None = None) -> float:
     return JUDGES[name][1] if threshold is None else threshold
 
 
+def parse_threshold(text: str | float | None) -> float | None:
+    """A threshold as a person types it: empty means the judge's own default (``None``), else a number."""
+    if text is None or isinstance(text, (int, float)):
+        return text
+    if not text.strip():
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"threshold must be a number, or empty for the filter's own default; got {text!r}") from None
+    if not math.isfinite(value):
+        raise ValueError(f"threshold must be a finite number; got {text!r}")
+    return value
+
+
 def make_judge(name: str = DEFAULT_JUDGE, threshold: float | None = None) -> Judge:
     """Build a judge by name; ``threshold=None`` keeps the judge's documented default."""
     threshold = threshold_of(name, threshold)
@@ -33,4 +49,4 @@ def make_judge(name: str = DEFAULT_JUDGE, threshold: float | None = None) -> Jud
     return getattr(importlib.import_module(module), attribute)(threshold=threshold)
 
 
-__all__ = ["DEFAULT_JUDGE", "JUDGES", "Box", "Judge", "Verdict", "make_judge", "threshold_of"]
+__all__ = ["DEFAULT_JUDGE", "JUDGES", "Box", "Judge", "Verdict", "make_judge", "parse_threshold", "threshold_of"]

@@ -1,0 +1,93 @@
+"""The real app, launched once for the session and shared by the API tests and the browser tests.
+
+Its classifier is a tiny random ViT saved by the tests (labels made up, answers meaningless): only the
+wiring, the lifecycle and the error paths are under test there.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pymupdf
+import pytest
+from PIL import Image
+from test_models import save_tiny_vit
+
+MAX_FILE_SIZE = "1mb"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def app_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return save_tiny_vit(tmp_path_factory.mktemp("tiny-vit-app"))
+
+
+@pytest.fixture(scope="session")
+def app(app_model: Path) -> Iterator[ModuleType]:
+    """Import app.py with the tiny model and a 1 MB upload limit, launch it, close it afterwards."""
+    saved = {k: os.environ.get(k) for k in ("MODEL_ID", "MODEL_POLICY", "MAX_FILE_SIZE")}
+    os.environ.update(MODEL_ID=str(app_model), MODEL_POLICY="per_request", MAX_FILE_SIZE=MAX_FILE_SIZE)
+    sys.modules.pop("app", None)
+    module = importlib.import_module("app")
+    kwargs = {**module.LAUNCH_KWARGS, "server_name": "127.0.0.1", "server_port": _free_port()}
+    module.demo.launch(prevent_thread_lock=True, quiet=True, **kwargs)
+    try:
+        yield module
+    finally:
+        module.demo.close()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@pytest.fixture(scope="session")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """A photo, fakes, and PDFs: good (one picture page, one text page), encrypted, damaged, not a PDF."""
+    d = tmp_path_factory.mktemp("files")
+    rng = np.random.default_rng(0)
+    out: dict[str, Path] = {}
+
+    out["photo"] = d / "cow.jpg"
+    Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)).save(out["photo"])
+    out["photo2"] = d / "cow2.png"
+    Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(out["photo2"])
+    out["fake_jpg"] = d / "fake.jpg"
+    out["fake_jpg"].write_text("this is a text file, not a photo")
+
+    noise = io.BytesIO()  # a 768x1024 "scan" of big grey blocks: high σ, above the 512 px minimum side, small JPEG
+    blocks = np.kron(rng.integers(0, 255, (32, 24), dtype=np.uint8), np.ones((32, 32), dtype=np.uint8))
+    Image.fromarray(blocks).save(noise, format="JPEG", quality=80)
+    doc = pymupdf.open()
+    picture = doc.new_page(width=300, height=400)
+    picture.insert_image(picture.rect, stream=noise.getvalue())
+    text = doc.new_page(width=300, height=400)
+    text.insert_text((30, 40), "Lorem ipsum dolor sit amet, " * 2, fontsize=8)
+    out["pdf"] = d / "gazette.pdf"
+    doc.save(out["pdf"])
+    out["encrypted"] = d / "locked.pdf"
+    doc.save(out["encrypted"], encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw="o", user_pw="secret")
+    doc.close()
+
+    data = out["pdf"].read_bytes()
+    out["broken"] = d / "broken.pdf"
+    out["broken"].write_bytes(data[:200])  # cut after the header: MuPDF cannot repair it
+    out["not_pdf"] = d / "notes.pdf"
+    out["not_pdf"].write_text("just some notes, saved with a .pdf name\n" * 20)
+    out["huge_pdf"] = d / "huge.pdf"
+    out["huge_pdf"].write_bytes(b"%PDF-1.7\n" + b"0" * 2_000_000)
+    return out

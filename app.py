@@ -153,19 +153,11 @@ def _status(text: str) -> tuple[object, ...]:
 
 
 def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> tuple[object, ...]:
-    lines = [
-        f"{summary.pages} pages seen, {summary.kept} kept ({summary.images} images), {summary.errors} errors, "
-        f"{summary.warnings} with MuPDF warnings (the manifest's warning column), {summary.seconds:.1f} s."
-    ]
-    dropped = [f"{n} {what}" for n, what in ((summary.too_small, "too small"), (summary.duplicates, "duplicates"))]
-    if summary.too_small or summary.duplicates:
-        lines[0] += f" Kept but not written: {', '.join(dropped)}."
-    if summary.pages and not summary.kept:
-        lines[0] += " No page passed the filter: try a lower threshold."
+    lines = [summary.describe()]
     lines += [f"{names.get(path, path.name)}: {file.describe()}" for path, file in summary.files.items()]
     lines += [f"not processed: {problem}" for problem in problems]
     scores = [float(row["score"]) for row in read_manifest(summary.output) if row["score"]]
-    chart = histogram_svg(histogram(scores, summary.threshold)) if scores else ""
+    chart = histogram_svg(histogram(scores, summary.threshold), width=480, height=200) if scores else ""
     rejected = [
         (Image.open(io.BytesIO(thumb.jpeg)), f"{thumb.label} · score {thumb.score:.2f}")
         for thumb in summary.borderline.thumbnails(kept=False)
@@ -299,12 +291,22 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
                     cancel_btn = gr.Button("Cancel", variant="stop", interactive=False, elem_id="cancel-btn")
             with gr.Column():
                 summary = gr.Textbox(label="Summary", lines=4, elem_id="summary")
-                dataset_zip = gr.File(label="Dataset (zip with manifest.csv and report.html)", elem_id="dataset-zip")
-                score_chart = gr.HTML(label="Judge scores (threshold in red)", elem_id="score-chart")
-                kept_gallery = gr.Gallery(label="Kept", columns=4, height=300, elem_id="kept-gallery")
-                rejected_gallery = gr.Gallery(
-                    label="Rejected, nearest the threshold", columns=4, height=300, elem_id="rejected-gallery"
+                dataset_zip = gr.File(
+                    label="Dataset (zip with manifest.csv and report.html)", height=100, elem_id="dataset-zip"
                 )
+                score_chart = gr.HTML(label="Judge scores (threshold in red)", elem_id="score-chart")
+                kept_gallery = gr.Gallery(
+                    label="Kept", columns=4, height=240, preview=False, object_fit="contain", elem_id="kept-gallery"
+                )
+                rejected_gallery = gr.Gallery(
+                    label="Rejected, nearest the threshold",
+                    columns=4,
+                    height=240,
+                    preview=False,
+                    object_fit="contain",
+                    elem_id="rejected-gallery",
+                )
+        cancelled = gr.State(False)
         with gr.Accordion("Report (report.html)", open=False):
             report = gr.HTML(elem_id="report")
 
@@ -320,8 +322,8 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
         api_visibility="private",
     )
     build = build_btn.click(
-        lambda: (gr.Button(interactive=False), gr.Button(interactive=True)),
-        outputs=[build_btn, cancel_btn],
+        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False),
+        outputs=[build_btn, cancel_btn, cancelled],
         queue=False,
         api_visibility="private",
     ).then(
@@ -330,20 +332,23 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
         outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery, report],
         api_name="pdf_to_dataset",
         concurrency_limit=1,
+        show_progress_on=summary,  # progress (and a failure's mark) on the summary, not on every output
     )
-    build.then(
-        lambda: (gr.Button(interactive=True), gr.Button(interactive=False)),
-        outputs=[build_btn, cancel_btn],
-        queue=False,
-        api_visibility="private",
-    )
+    for finished in (build.success, build.failure):  # Gradio 6's .then does not run after a gr.Error
+        finished(  # after the run's last message, so a cancelled run's late page updates cannot overwrite this
+            lambda was_cancelled: (
+                gr.Button(interactive=True),
+                gr.Button(interactive=False),
+                "Cancelled: the run was stopped; nothing of it was kept." if was_cancelled else gr.skip(),
+            ),
+            inputs=cancelled,
+            outputs=[build_btn, cancel_btn, summary],
+            queue=False,
+            api_visibility="private",
+        )
     cancel_btn.click(
-        lambda: (
-            "Cancelled: the run was stopped and nothing was kept.",
-            gr.Button(interactive=True),
-            gr.Button(interactive=False),
-        ),
-        outputs=[summary, build_btn, cancel_btn],
+        lambda: (True, gr.Button(interactive=False)),
+        outputs=[cancelled, cancel_btn],
         cancels=[build],
         queue=False,
         api_visibility="private",

@@ -67,6 +67,22 @@ class Summary:
     files: dict[Path, FileSummary] = dataclasses.field(default_factory=dict)
     """What happened to each input PDF, in input order (pages of this session's run)."""
 
+    def describe(self) -> str:
+        """The run in one paragraph for people (the Space's summary)."""
+        text = (
+            f"{plural(self.pages, 'page')} seen, {self.kept} kept ({plural(self.images, 'image')}), "
+            f"{plural(self.errors, 'error')}, {self.warnings} with MuPDF warnings (the manifest's warning column), "
+            f"{self.seconds:.1f} s."
+        )
+        dropped = [f"{self.too_small} too small"] if self.too_small else []
+        if self.duplicates:
+            dropped.append(plural(self.duplicates, "duplicate"))
+        if dropped:
+            text += f" Kept but not written: {', '.join(dropped)}."
+        if self.pages and not self.kept:
+            text += " No page passed the filter: try a lower threshold."
+        return text
+
 
 @dataclass
 class FileSummary:
@@ -80,12 +96,16 @@ class FileSummary:
     """Why the whole file was skipped (not a PDF, encrypted, damaged), when it was."""
 
     def describe(self) -> str:
-        """One line for people: ``3 pages, 1 kept (2 images), 1 error``, or why the file was skipped."""
+        """One line for people: ``3 pages, 1 kept (2 images), 1 page error``, or why the file was skipped."""
         if self.error:
             return f"skipped ({self.error})"
-        errors = f"{self.errors} page error{'s' * (self.errors != 1)}" if self.errors else "no errors"
-        images = f"{self.images} image{'s' * (self.images != 1)}"
-        return f"{self.pages} page{'s' * (self.pages != 1)}, {self.kept} kept ({images}), {errors}"
+        errors = plural(self.errors, "page error") if self.errors else "no errors"
+        return f"{plural(self.pages, 'page')}, {self.kept} kept ({plural(self.images, 'image')}), {errors}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 page``, ``2 pages``: summaries are read by people."""
+    return f"{count} {noun}{'s' * (count != 1)}"
 
 
 def run(

@@ -183,9 +183,10 @@ def histogram_svg(hist: Histogram, width: int = 640, height: int = 220) -> str:
     parts += [
         f'<line class="threshold" x1="{tx:.1f}" y1="{top - 8}" x2="{tx:.1f}" y2="{top + plot_h}" '
         'stroke="#d00" stroke-width="2" stroke-dasharray="4 2"/>',
-        f'<text x="{tx + 4:.1f}" y="{top - 6}" fill="#d00" font-size="12">threshold {hist.threshold:g}</text>',
-        f'<text x="{left}" y="{height - 8}" font-size="11">{low:.4g}</text>',
-        f'<text x="{left + plot_w}" y="{height - 8}" font-size="11" text-anchor="end">{high:.4g}</text>',
+        f'<text x="{tx + 4 if tx < left + plot_w / 2 else tx - 4:.1f}" y="{top - 6}" fill="#d00" font-size="13" '
+        f'text-anchor="{"start" if tx < left + plot_w / 2 else "end"}">threshold {hist.threshold:g}</text>',
+        f'<text x="{left}" y="{height - 8}" font-size="12">{low:.4g}</text>',
+        f'<text x="{left + plot_w}" y="{height - 8}" font-size="12" text-anchor="end">{high:.4g}</text>',
         f'<text x="{left - 4}" y="{top + 4}" font-size="11" text-anchor="end">{tallest}</text>',
         f'<text x="{left - 4}" y="{top + plot_h}" font-size="11" text-anchor="end">0</text>',
         "</svg>",

@@ -11,6 +11,7 @@ import io
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -22,6 +23,21 @@ from PIL import Image
 from test_models import save_tiny_vit
 
 MAX_FILE_SIZE = "1mb"
+_SCREENSHOTS: list[Path] = []
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    """Where the browser tests leave their screenshots: ``SCREENSHOTS_DIR``, or a fresh temporary folder."""
+    folder = Path(os.environ.get("SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="browser-screenshots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    _SCREENSHOTS.append(folder)
+    return folder
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for folder in _SCREENSHOTS:
+        terminalreporter.write_line(f"browser screenshots: {folder} ({len(list(folder.glob('*.png')))} PNG)")
 
 
 def _free_port() -> int:

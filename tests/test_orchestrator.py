@@ -20,7 +20,7 @@ from factories import (
 )
 from PIL import Image
 
-from pipeline import NothingToDo, Options, run
+from pipeline import NothingToDo, Options, run, run_pages
 from pipeline.judges.sigma import SigmaJudge
 from pipeline.orchestrator import PAGES_PER_TASK, _task_size
 
@@ -169,3 +169,33 @@ def test_a_page_whose_scan_is_truncated_is_processed_and_flagged(tmp_path: Path)
     rows, _ = _read(tmp_path / "out.zip")
     assert [r["error"] for r in rows] == ["", ""] and rows[0]["warning"] == ""
     assert rows[1]["warning"] and summary.warnings == 1
+
+
+def test_closing_run_pages_stops_the_run_and_keeps_it_resumable(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "long.pdf", [engraving(300, 400, seed=s) for s in range(8)])
+    options = Options(**ARTICLE, size=64)
+    pages = run_pages([pdf], tmp_path / "out.zip", options)
+    seen = [next(pages)[0].page for _ in range(2)]
+    pages.close()  # what the Space's Cancel does
+    rows, archive = _read(tmp_path / "out.zip")
+    assert seen == [1, 2] and [row["page"] for row in rows] == ["1", "2"]
+    assert archive.testzip() is None
+    assert (tmp_path / "out.zip.progress").exists(), "an unfinished run stays resumable"
+
+    summary = run([pdf], tmp_path / "out.zip", options)
+    assert summary.resumed == 2 and summary.pages == 6
+    assert [row["page"] for row in _read(tmp_path / "out.zip")[0]] == [str(n) for n in range(1, 9)]
+
+
+def test_summary_counts_each_file(tmp_path: Path) -> None:
+    pictures = pdf_from_images(tmp_path / "a.pdf", [engraving(300, 400, seed=1), engraving(300, 400, seed=2)])
+    text = pdf_from_images(tmp_path / "b.pdf", [text_page()])
+    (tmp_path / "c.pdf").write_text("no PDF")
+    summary = run([pictures, text, tmp_path / "c.pdf"], tmp_path / "out.zip", Options(**ARTICLE, size=64, threshold=45))
+    files = {path.name: file for path, file in summary.files.items()}
+    assert list(files) == ["a.pdf", "b.pdf", "c.pdf"]
+    assert (files["a.pdf"].pages, files["a.pdf"].kept, files["a.pdf"].images) == (2, 2, 2)
+    assert files["a.pdf"].describe() == "2 pages, 2 kept (2 images), no errors"
+    assert files["b.pdf"].pages == 1 and files["b.pdf"].images == files["b.pdf"].kept
+    assert files["c.pdf"].describe().startswith("skipped (c.pdf: not a PDF")
+    assert summary.describe().startswith(f"3 pages seen, {summary.kept} kept ({summary.images} images), 1 error,")

@@ -93,3 +93,12 @@ def test_histogram_svg_marks_the_threshold_where_it_lies() -> None:
     svg = histogram_svg(histogram([0.0, 100.0], threshold=25.0, bins=4), width=440, height=100)
     x = float(re.search(r'class="threshold" x1="([\d.]+)"', svg).group(1))
     assert x == pytest.approx(40 + 0.25 * 390, abs=1)
+
+
+def test_histogram_svg_scales_to_its_column_and_keeps_the_threshold_label_inside() -> None:
+    svg = histogram_svg(histogram([0.0, 0.1], threshold=0.5), width=480, height=200)
+    root = svg.split(">", 1)[0]
+    assert "width:100%" in root and "max-width:480px" in root and ' width="' not in root
+    label = re.search(r'<text x="([\d.]+)"[^>]*text-anchor="(\w+)">threshold 0.5<', svg)
+    assert label is not None and label.group(2) == "end", "a label at the right edge is drawn leftwards"
+    assert float(label.group(1)) <= 480

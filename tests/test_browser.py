@@ -1,0 +1,273 @@
+"""The Space in a real browser (Debian's Chromium, driven by Playwright), used as a visitor would.
+
+The app is the session's real app (``conftest.app``). Every step leaves a screenshot in the folder printed
+at the end of the run (``SCREENSHOTS_DIR``, or a temporary folder) for people to look at.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pymupdf
+import pytest
+from factories import mixed_page, pdf_from_images, text_page
+from gradio_client import Client
+from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from test_models import LABELS
+
+from pipeline import Options, run
+from pipeline.writer import read_manifest
+
+LAPTOP = {"width": 1280, "height": 800}
+PHONE = {"width": 390, "height": 844}
+CHROMIUM_FLAGS = [  # as root in a container, offline: no sandbox, no GPU, no calls home
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+RUN_TIMEOUT_MS = 120_000
+
+
+def _chromium() -> str:
+    path = os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+    if not path:
+        pytest.fail("Chromium not found: `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()
+
+
+def _open(browser: Browser, app: ModuleType, viewport: dict[str, int], tab: str | None = None) -> Page:
+    context = browser.new_context(viewport=viewport, accept_downloads=True, is_mobile=viewport is PHONE)
+    page = context.new_page()
+    page.goto(app.demo.local_url)
+    expect(page.get_by_role("tab", name="Cattle scanner")).to_be_visible(timeout=30_000)
+    if tab:
+        page.get_by_role("tab", name=tab).click()
+    return page
+
+
+def _file_input(page: Page, elem_id: str) -> Locator:
+    return page.locator(f"#{elem_id} input[type=file]")
+
+
+def _wait_for_upload(page: Page, elem_id: str, name: str) -> None:
+    """Gradio uploads the file, then lists it by name: only then is it the component's value."""
+    expect(page.locator(f"#{elem_id} a[href$='/{name}']")).to_be_visible(timeout=30_000)
+
+
+def _build(page: Page) -> str:
+    """Press Build dataset and wait for the run's final summary; returns it."""
+    page.locator("#build-btn").click()
+    summary = page.locator("#summary textarea")
+    expect(summary).to_have_value(_matches(r"^\d+ pages? seen"), timeout=RUN_TIMEOUT_MS)
+    return summary.input_value()
+
+
+def _matches(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+def _download_zip(page: Page, tmp_path: Path) -> Path:
+    with page.expect_download() as download:
+        page.locator("#dataset-zip a[download]").first.click()
+    target = tmp_path / download.value.suggested_filename
+    download.value.save_as(target)
+    return target
+
+
+def _no_sideways_scroll(page: Page) -> None:
+    width = page.evaluate("document.documentElement.scrollWidth")
+    viewport = page.viewport_size["width"]
+    wide = page.evaluate(
+        """(viewport) => [...document.querySelectorAll('body *')]
+            .filter(e => e.getClientRects().length && e.getBoundingClientRect().right > viewport + 1)
+            .map(e => e.tagName + '#' + e.id + '.' + e.getAttribute('class')).slice(0, 5)""",
+        viewport,
+    )
+    assert width <= viewport, f"page is {width} px wide on a {viewport} px screen: {wide}"
+    assert not wide, f"elements reach past the screen's right edge: {wide}"
+
+
+def _within_screen_width(page: Page, selector: str) -> None:
+    box = page.locator(selector).bounding_box()
+    assert box is not None, f"{selector} is not displayed"
+    assert box["x"] >= 0 and box["x"] + box["width"] <= page.viewport_size["width"] + 1, (selector, box)
+
+
+@pytest.fixture(scope="module")
+def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("browser-pdfs")
+    return {
+        "mixed": pdf_from_images(d / "gazette.pdf", [mixed_page(seed=1), text_page(seed=2)]),
+        "text": pdf_from_images(d / "columns.pdf", [text_page(seed=4)]),
+        "long": _repeated(pdf_from_images(d / "page.pdf", [mixed_page(seed=3)]), d / "annual.pdf", 200),
+    }
+
+
+def _repeated(single: Path, path: Path, pages: int) -> Path:
+    """``pages`` copies of a one-page PDF sharing its scan: a long run in a file under the 1 MB upload limit."""
+    with pymupdf.open(single) as source, pymupdf.open() as doc:
+        for _ in range(pages):
+            doc.insert_pdf(source)
+        doc.save(path, garbage=4)  # garbage=4 merges the identical scans into one object
+    assert path.stat().st_size < 2**20
+    return path
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_classify_a_photo(
+    browser: Browser, app: ModuleType, files: dict[str, Path], screenshots: Path, viewport: dict[str, int]
+) -> None:
+    name = "laptop" if viewport is LAPTOP else "phone"
+    page = _open(browser, app, viewport)
+    page.screenshot(path=screenshots / f"cattle-{name}-1-start.png", full_page=True)
+    photo_input = _file_input(page, "photo")
+    assert photo_input.get_attribute("accept") == "image/*", "a phone offers its camera or gallery for image/*"
+
+    photo_input.set_input_files(files["photo"])
+    preview = page.locator("#photo-preview img")
+    expect(preview).to_be_visible(timeout=30_000)  # the visitor sees the photo they picked
+    page.screenshot(path=screenshots / f"cattle-{name}-2-photo.png", full_page=True)
+    page.locator("#classify-btn").click()
+
+    verdict = page.locator("#scores")
+    expect(verdict).to_contain_text(_matches("|".join(LABELS.values())), timeout=60_000)
+    expect(page.locator("#details table")).to_contain_text("cow.jpg")
+    page.screenshot(path=screenshots / f"cattle-{name}-3-verdict.png", full_page=True)
+    _no_sideways_scroll(page)
+    for selector in ("#classify-btn", "#scores", "#details", "#photo-preview"):
+        _within_screen_width(page, selector)
+    page.context.close()
+
+
+def test_default_controls_use_the_judges_threshold(
+    browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path, tmp_path: Path
+) -> None:
+    """With every control as the page shows it, the run is the CLI's default run (threshold included)."""
+    page = _open(browser, app, LAPTOP, "PDF → dataset")
+    expect(page.locator("#threshold textarea, #threshold input")).to_have_value("")
+    _file_input(page, "pdfs").set_input_files(pdfs["mixed"])
+    _wait_for_upload(page, "pdfs", "gazette.pdf")
+    page.screenshot(path=screenshots / "pdf-laptop-1-uploaded.png", full_page=True)
+
+    with page.expect_request(lambda r: "/queue/join" in r.url and "gazette" in (r.post_data or "")) as sent:
+        summary = _build(page)
+    page.screenshot(path=screenshots / "pdf-laptop-2-built.png", full_page=True)
+    assert summary.startswith("2 pages seen, 1 kept"), summary
+
+    browser_values = sent.value.post_data_json["data"][1:]
+    api = Client(app.demo.local_url, verbose=False).view_api(print_info=False, return_format="dict")
+    api_defaults = [p["parameter_default"] for p in api["named_endpoints"]["/pdf_to_dataset"]["parameters"][1:]]
+    assert browser_values == api_defaults, "each control's browser default is the API's (and the CLI's)"
+
+    rows = read_manifest(_download_zip(page, tmp_path))
+    cli = read_manifest(run([pdfs["mixed"]], tmp_path / "cli.zip", Options()).output)
+    assert [(r["page"], r["kept"], r["score"]) for r in rows] == [(r["page"], r["kept"], r["score"]) for r in cli]
+    assert [r["kept"] for r in rows] == ["true", "false"]
+    assert all((float(r["score"]) >= 0.5) == (r["kept"] == "true") for r in rows), "the structure judge's 0.5"
+
+    chart = page.locator("#score-chart svg.histogram")
+    expect(chart).to_contain_text("threshold 0.5")
+    column = page.locator("#score-chart").bounding_box()
+    drawn = chart.bounding_box()
+    assert drawn["x"] + drawn["width"] <= column["x"] + column["width"] + 1, "the histogram fits its column"
+
+    page.get_by_text("Report (report.html)").click()
+    report = page.frame_locator("#report iframe")
+    expect(report.get_by_text("Dataset report")).to_be_visible(timeout=10_000)
+    page.screenshot(path=screenshots / "pdf-laptop-3-report.png", full_page=True)
+    page.context.close()
+
+
+def test_text_only_pdf_keeps_nothing_on_a_phone(
+    browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path
+) -> None:
+    page = _open(browser, app, PHONE, "PDF → dataset")
+    _no_sideways_scroll(page)
+    page.screenshot(path=screenshots / "pdf-phone-1-start.png", full_page=True)
+    _file_input(page, "pdfs").set_input_files(pdfs["text"])
+    _wait_for_upload(page, "pdfs", "columns.pdf")
+    _within_screen_width(page, "#build-btn")
+    summary = _build(page)
+    assert summary.startswith("1 page seen, 0 kept"), summary
+    assert "columns.pdf: 1 page, 0 kept (0 images), no errors" in summary
+    page.screenshot(path=screenshots / "pdf-phone-2-built.png", full_page=True)
+    _no_sideways_scroll(page)
+    page.context.close()
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE], ids=["laptop", "phone"])
+def test_a_text_file_named_pdf_shows_its_error(
+    browser: Browser, app: ModuleType, files: dict[str, Path], screenshots: Path, viewport: dict[str, int]
+) -> None:
+    name = "laptop" if viewport is LAPTOP else "phone"
+    page = _open(browser, app, viewport, "PDF → dataset")
+    _file_input(page, "pdfs").set_input_files(files["not_pdf"])
+    _wait_for_upload(page, "pdfs", "notes.pdf")
+    page.locator("#build-btn").click()
+    toast = page.locator(".toast-body").filter(has_text="notes.pdf")
+    expect(toast).to_contain_text("notes.pdf: not a PDF, or damaged beyond repair", timeout=30_000)
+    page.screenshot(path=screenshots / f"pdf-{name}-error.png", full_page=True)
+    _within_screen_width(page, ".toast-body")
+    expect(page.locator("#build-btn")).to_be_enabled()
+    page.context.close()
+
+
+def test_several_pdfs_in_one_run(browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path) -> None:
+    page = _open(browser, app, LAPTOP, "PDF → dataset")
+    _file_input(page, "pdfs").set_input_files([pdfs["mixed"], pdfs["text"]])
+    _wait_for_upload(page, "pdfs", "columns.pdf")
+    summary = _build(page)
+    assert summary.startswith("3 pages seen, 1 kept"), summary
+    assert "gazette.pdf: 2 pages, 1 kept (1 image), no errors" in summary
+    assert "columns.pdf: 1 page, 0 kept (0 images), no errors" in summary
+    page.screenshot(path=screenshots / "pdf-laptop-several.png", full_page=True)
+    page.context.close()
+
+
+def test_cancel_stops_the_run(browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path) -> None:
+    """Cancel ends the run between pages (its work folder is removed when the pipeline has stopped), and the
+    freed queue slot takes the next run at once."""
+    page = _open(browser, app, LAPTOP, "PDF → dataset")
+    _file_input(page, "pdfs").set_input_files(pdfs["long"])
+    _wait_for_upload(page, "pdfs", "annual.pdf")
+    before = set(app._WORK_ROOT.iterdir())
+    page.locator("#build-btn").click()
+    summary = page.locator("#summary textarea")
+    expect(summary).to_have_value(_matches(r"^Page \d+/200"), timeout=RUN_TIMEOUT_MS)
+    running = set(app._WORK_ROOT.iterdir()) - before
+    assert len(running) == 1, "the run works in its own folder"
+    page.locator("#cancel-btn").click()
+    expect(summary).to_have_value(_matches("^Cancelled"), timeout=10_000)
+    page.screenshot(path=screenshots / "pdf-laptop-cancelled.png", full_page=True)
+    expect(page.locator("#build-btn")).to_be_enabled()
+    expect(page.locator("#cancel-btn")).to_be_disabled()
+    (work,) = running
+    for _ in range(100):  # the generator's cleanup runs once the pipeline has stopped
+        if not work.exists():
+            break
+        page.wait_for_timeout(100)
+    assert not work.exists(), "the cancelled run stopped and its files were removed"
+
+    page.locator("#pdfs").get_by_role("button", name="Clear").click()
+    _file_input(page, "pdfs").set_input_files(pdfs["text"])
+    _wait_for_upload(page, "pdfs", "columns.pdf")
+    summary_text = _build(page)
+    assert summary_text.startswith("1 page seen, 0 kept"), "the next run starts at once and runs alone"
+    page.context.close()

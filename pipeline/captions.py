@@ -21,6 +21,8 @@ import string
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
+from pipeline.names import safe_text
+
 PLACEHOLDERS = ("source", "page", "region", "trigger")
 DEFAULT_TEMPLATE = "{trigger}, {source} page {page}"
 METADATA = "metadata.jsonl"
@@ -52,7 +54,7 @@ class CaptionTemplate:
             )
         except (ValueError, TypeError) as exc:
             raise ValueError(f"bad caption template {self.template!r}: {exc}") from None
-        pieces = (re.sub(r"\s+", " ", piece).strip() for piece in text.split(","))
+        pieces = (re.sub(r"\s+", " ", piece).strip() for piece in safe_text(text).split(","))
         return ", ".join(piece for piece in pieces if piece)
 
 

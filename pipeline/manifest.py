@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.judges import Box
+from pipeline.names import safe_text
 
 COLUMNS = (
     "source", "page", "kept", "score", "boxes", "outputs", "sizes", "fingerprints", "undersized", "duplicates",
@@ -38,9 +39,11 @@ class PageRecord:
     incomplete), or a harmless syntax slip ("closepath with no current point"). The page was processed."""
 
     def row(self) -> dict[str, str]:
-        """The CSV row: booleans as ``true``/``false``, lists joined by ``;``, boxes as page fractions."""
+        """The CSV row: booleans as ``true``/``false``, lists joined by ``;``, boxes as page fractions.
+
+        Text from outside (the file name, MuPDF's messages) is made encodable: it never stops the run."""
         return {
-            "source": self.source,
+            "source": safe_text(self.source),
             "page": "" if self.page is None else str(self.page),
             "kept": "true" if self.kept else "false",
             "score": "" if self.score is None else f"{self.score:.4f}",
@@ -51,6 +54,6 @@ class PageRecord:
             "undersized": ";".join(self.undersized),
             "duplicates": ";".join(self.duplicates),
             "too_small": ";".join(self.too_small),
-            "error": self.error,
-            "warning": self.warning,
+            "error": safe_text(self.error),
+            "warning": safe_text(self.warning),
         }

@@ -17,6 +17,7 @@ from pipeline.distributor import Distributor, PageResult, Task
 from pipeline.journal import Journal
 from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
+from pipeline.names import StemRegistry
 from pipeline.options import Options
 from pipeline.report import REPORT, Borderline, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs
@@ -298,10 +299,6 @@ def _run_id(pdfs: Sequence[Path], options: Options) -> str:
 
 
 def _unique_stems(pdfs: Sequence[Path]) -> list[str]:
-    """Image name prefixes: the PDF's stem, suffixed ``~2``, ``~3``… when two inputs share a stem."""
-    seen: dict[str, int] = {}
-    stems = []
-    for path in pdfs:
-        seen[path.stem] = seen.get(path.stem, 0) + 1
-        stems.append(path.stem if seen[path.stem] == 1 else f"{path.stem}~{seen[path.stem]}")
-    return stems
+    """Image name prefixes: the PDF's stem made portable, ``~2``, ``~3``… added where it is taken already."""
+    registry = StemRegistry()
+    return [registry.reserve(path.stem) for path in pdfs]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
+
+from pipeline.names import safe_text
 
 if TYPE_CHECKING:
     import pymupdf
@@ -42,9 +46,9 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
     """
     import pymupdf  # here, not at the top: the main process of a parallel run never opens a PDF
 
-    name = Path(path).name
+    name = safe_text(Path(path).name)
     try:
-        doc = pymupdf.open(path, filetype="pdf")
+        doc = _open_by_path(pymupdf, Path(path))
     except pymupdf.EmptyFileError:
         raise PdfError(f"{name}: the file is empty") from None
     except pymupdf.FileDataError:
@@ -58,6 +62,19 @@ def open_pdf(path: str | Path) -> pymupdf.Document:
         doc.close()
         raise PdfError(f"{name}: has no pages")
     return doc
+
+
+def _open_by_path(pymupdf: ModuleType, path: Path) -> pymupdf.Document:
+    """``pymupdf.open`` by path, also for a path that is not valid UTF-8 (MuPDF takes only UTF-8 names):
+    such a file is opened through a temporary symlink with a plain name, removed once MuPDF holds the file."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        with tempfile.TemporaryDirectory(prefix="pdf-link-") as folder:
+            link = Path(folder) / "input.pdf"
+            link.symlink_to(path.absolute())
+            return pymupdf.open(link, filetype="pdf")
+    return pymupdf.open(path, filetype="pdf")
 
 
 def check_pdf(path: str | Path) -> int:
@@ -74,7 +91,7 @@ def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int) -> dict
     ``folder`` and two PDFs of the same name in different folders stay apart. Stops with ``PdfError`` when
     the extracted PDFs would exceed ``max_bytes`` (counted as they are written: declared sizes can lie).
     """
-    name, folder = Path(archive).name, Path(folder)
+    name, folder = safe_text(Path(archive).name), Path(folder)
     try:
         with zipfile.ZipFile(archive) as zipped:
             members = [m for m in zipped.infolist() if not m.is_dir() and m.filename.lower().endswith(".pdf")]

@@ -18,6 +18,7 @@ from pipeline.distributor import PageImage, PageResult, Task
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.manifest import PageRecord
+from pipeline.names import safe_text
 from pipeline.options import Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
@@ -35,7 +36,7 @@ def process_task(task: Task, options: Options) -> list[PageResult]:
     try:
         doc = _open(task.path)
     except PdfError as exc:
-        return [PageResult(PageRecord(source=task.path.name, page=None, error=str(exc)))]
+        return [PageResult(PageRecord(source=safe_text(task.path.name), page=None, error=str(exc)))]
     judge, cleanup = _judge(options.filter, options.threshold), _cleanup(options.gc_every)
     results = []
     try:
@@ -63,7 +64,7 @@ def _open(path: Path) -> pymupdf.Document:
 
 def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, task: Task) -> PageResult:
     """Judge one page from its cheap view; render, fit, encode and fingerprint only what is kept."""
-    record = PageRecord(source=Path(doc.name).name, page=index + 1)
+    record = PageRecord(source=safe_text(task.path.name), page=index + 1)
     pymupdf.TOOLS.reset_mupdf_warnings()
     try:
         page = doc.load_page(index)

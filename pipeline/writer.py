@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, BinaryIO, Protocol
 from pipeline.captions import METADATA, caption_name, metadata_line
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
+from pipeline.names import safe_text
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -197,7 +198,7 @@ def _write_manifest(handle: io.TextIOBase, journal: Journal) -> csv.DictWriter:
 
 def _metadata(record: PageRecord, images: list[PageImage], captions: list[str]) -> list[str]:
     return [
-        metadata_line(image.name, caption, record.source, record.page, image.box, record.score)
+        metadata_line(image.name, caption, safe_text(record.source), record.page, image.box, record.score)
         for image, caption in zip(images, captions, strict=True)
     ]
 

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import multiprocessing.connection
+import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -134,7 +137,7 @@ class Distributor:
         # Recycling is done by restarting the pool (``_recycle``), not with ``max_tasks_per_child``: on
         # CPython 3.11 an executor whose workers exit after their quota can fail to replace them and hang.
         self._submitted = 0
-        return ProcessPoolExecutor(self.workers, mp_context=self._context)
+        return ProcessPoolExecutor(self.workers, mp_context=self._context, initializer=_die_with_parent)
 
     def _restart(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
@@ -172,6 +175,24 @@ class PeekableTasks:
         task = self._head if self._head is not None else next(self._tasks, None)
         self._head = None
         return task
+
+
+def _die_with_parent() -> None:
+    """Worker initializer: end this worker as soon as the run's process is gone, even after ``kill -9``.
+
+    A pool's workers otherwise wait forever on a queue nobody writes to (4 orphans holding 234 MB were seen a
+    minute after the CLI was killed). ``parent_process().sentinel`` becomes readable when the process that
+    started the run dies (with forkserver, the run's process, not the server that forked the worker).
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(1)  # no cleanup to run: the run's own process is gone, nothing reads our results
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
 
 
 def _crashed(task: Task) -> list[PageResult]:

@@ -104,3 +104,23 @@ def test_workers_are_recycled_and_the_run_still_completes_in_order(tmp_path: Pat
             pids.update(child.pid for child in psutil.Process().children(recursive=True))
     assert results == [(page, page + 1) for page in range(12)]
     assert len(pids) >= 4, "the pool was never replaced"
+
+
+def test_workers_end_with_a_killed_run(tmp_path: Path, archive: Path) -> None:
+    """``kill -9`` of the run's process alone (not its group): its workers must not live on as orphans."""
+    command = [sys.executable, "-m", "pipeline", str(archive), "-o", str(tmp_path / "out.zip")]
+    command += [*ARTICLE_CLI, "--size", "256", "--workers", "2"]
+    progress = tmp_path / "out.zip.progress"
+    run_process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and run_process.poll() is None:
+        if progress.exists() and progress.read_text().count("\n") > 4:
+            break
+        time.sleep(0.05)
+    assert run_process.poll() is None, "the run finished before it could be killed"
+    descendants = psutil.Process(run_process.pid).children(recursive=True)
+    assert len(descendants) >= 3, "forkserver and two workers (and the resource tracker)"
+    run_process.send_signal(signal.SIGKILL)
+    run_process.wait()
+    _, alive = psutil.wait_procs(descendants, timeout=10)
+    assert not alive, f"orphans left: {[p.pid for p in alive]}"

@@ -12,6 +12,7 @@ import cv2
 import numpy as np
 import pymupdf
 
+from pipeline.budget import check_page, check_view
 from pipeline.cleanup import Cleanup
 from pipeline.dedupe import fingerprint
 from pipeline.distributor import PageImage, PageResult, Task
@@ -87,6 +88,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
 def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, Scan | None, bool]:
     """The judge's verdict from the cheapest faithful view of ``page``; also the view, the page's scan (if it
     is one) and whether it is grey, for rendering what is kept."""
+    check_page(page, judge.zoom)  # before anything is decoded or drawn
     scan = find_scan(page)
     gray = scan.gray if scan is not None else is_grayscale(page)
     # A grey scan rendered in RGB is three equal channels: render it grey (a third of the work); judges
@@ -125,6 +127,7 @@ def _outputs(
         except TooSmall:
             record.too_small.append(name)
             continue
+        check_view(page.rect.width * (x1 - x0) * zoom, page.rect.height * (y1 - y0) * zoom, "the image to write")
         reusable = box is None and judge.zoom >= zoom and (view.ndim == 3 or gray)
         image = view if reusable else render(page, zoom, "gray" if gray else "rgb", box, scan)
         try:

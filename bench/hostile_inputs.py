@@ -1,0 +1,165 @@
+"""Hostile and unlucky inputs through the CLI: does every run finish, with a row per page and bounded memory?
+
+Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fresh process (peak RSS of the
+whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, and peak memory.
+``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
+
+    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pymupdf
+from PIL import Image
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _scan_pdf(path: Path, seed: int = 0, pages: int = 1) -> Path:
+    """A small grey JPEG scan per page: a picture (noise blocks) the judges keep."""
+    rng = np.random.default_rng(seed)
+    doc = pymupdf.open()
+    for _ in range(pages):
+        blocks = np.kron(rng.integers(0, 255, (32, 24), dtype=np.uint8), np.ones((32, 32), dtype=np.uint8))
+        data = io.BytesIO()
+        Image.fromarray(blocks).save(data, format="JPEG", quality=80)
+        page = doc.new_page(width=300, height=400)
+        page.insert_image(page.rect, stream=data.getvalue())
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(path)
+    return path
+
+
+def make_cases(folder: Path) -> dict[str, tuple[Path, int]]:
+    """Case name → (input, pages expected in the manifest)."""
+    cases: dict[str, tuple[Path, int]] = {}
+    names = folder / "names"
+    _scan_pdf(names / "plain.pdf").rename(os.fsdecode(os.fsencode(names) + b"/caf\xe9 \xff.pdf"))
+    cases["file name not UTF-8"] = (names, 1)
+
+    same = folder / "same"
+    for number, rel in enumerate(("c1/x.pdf", "c2/x.pdf", "c3/x~2.pdf")):
+        _scan_pdf(same / rel, seed=number)
+    cases["c1/x, c2/x, c3/x~2"] = (same, 3)
+
+    long = folder / "long"
+    _scan_pdf(long / ("a" * 250 + ".pdf"))
+    cases["250-character name"] = (long, 1)
+
+    poster = folder / "poster.pdf"
+    doc = pymupdf.open()
+    for _ in range(4):
+        doc.new_page(width=14_400, height=14_400).insert_text((100, 200), "A poster " * 50, fontsize=40)
+    doc.save(poster)
+    cases["4 pages of 14,400 pt"] = (poster, 4)
+
+    jpx = folder / "jpx.pdf"
+    picture = io.BytesIO()
+    Image.new("L", (20_000, 20_000), 200).save(picture, format="JPEG2000", quality_mode="rates", quality_layers=[200])
+    doc = pymupdf.open()
+    for _ in range(2):
+        doc.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=picture.getvalue())
+    doc.save(jpx)
+    cases[f"2 pages, 20,000² JPX ({jpx.stat().st_size / 1024:.1f} KB)"] = (jpx, 2)
+    return cases
+
+
+def _peak_rss(process: subprocess.Popen) -> int:
+    peak = 0
+    root = psutil.Process(process.pid)
+    while process.poll() is None:
+        try:
+            tree = [root, *root.children(recursive=True)]
+            peak = max(peak, sum(p.memory_info().rss for p in tree))
+        except psutil.Error:
+            pass
+        time.sleep(0.02)
+    return peak
+
+
+def run_case(repo: Path, source: Path, out: Path) -> tuple[int, int, str]:
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "pipeline", str(source), "-o", str(out), "--workers", "1", "--no-resume"]
+    command += ["--filter", "sigma"]  # the noise-block scans are kept by sigma: every page should give an image
+    process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    peak = _peak_rss(process)
+    _, err = process.communicate()
+    errors = [line for line in err.decode(errors="replace").splitlines() if "error" in line.lower()]
+    return process.returncode, peak, errors[-1] if errors else ""
+
+
+def count_outputs(out: Path) -> tuple[int, int, int]:
+    """(manifest rows, images named in the manifest's outputs, distinct images actually there)."""
+    text, there = "", 0
+    if out.suffix == ".zip" and out.exists():
+        with zipfile.ZipFile(out) as archive:
+            there = len({n for n in archive.namelist() if n.endswith(".jpg")})
+            if "manifest.csv" in archive.namelist():
+                text = archive.read("manifest.csv").decode("utf-8", "replace")
+    elif out.is_dir():
+        there = len(list(out.glob("*.jpg")))
+        text = (out / "manifest.csv").read_text("utf-8", "replace") if (out / "manifest.csv").exists() else ""
+    rows = list(csv.DictReader(io.StringIO(text)))
+    named = sum(len(row["outputs"].split(";")) for row in rows if row.get("outputs"))
+    return len(rows), named, there
+
+
+def orphans_after_kill(repo: Path, folder: Path) -> int:
+    """Kill -9 the CLI alone mid-run (2 workers): how many of its processes are alive 10 s later?"""
+    source = _scan_pdf(folder / "long-run.pdf", pages=400)
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    command = [sys.executable, "-m", "pipeline", str(source), "-o", str(folder / "killed.zip"), "--workers", "2"]
+    process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    progress = folder / "killed.zip.progress"
+    while process.poll() is None and not (progress.exists() and progress.read_text().count("\n") > 10):
+        time.sleep(0.05)
+    children = psutil.Process(process.pid).children(recursive=True)
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    _, alive = psutil.wait_procs(children, timeout=10)
+    for leftover in alive:
+        leftover.kill()
+    return len(alive)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=ROOT, help="checkout whose pipeline to run (default: this one)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the generated cases and outputs here")
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="hostile-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
+    print(
+        "| case | output | exit | manifest rows / pages | images named / there | peak RSS MB | error line |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for name, (source, pages) in make_cases(folder / "in").items():
+        for output in ("out.zip", "out"):
+            out = folder / f"{abs(hash(name))}-{output}"
+            code, peak, err = run_case(args.repo.resolve(), source, out)
+            rows, named, there = count_outputs(out)
+            cells = [name, output, code, f"{rows} / {pages}", f"{named} / {there}", f"{peak / 2**20:,.0f}", err[:70]]
+            print("| " + " | ".join(map(str, cells)) + " |")
+    print(f"\norphans 10 s after kill -9 of the CLI (2 workers): {orphans_after_kill(args.repo.resolve(), folder)}")
+    if args.keep is None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -145,9 +145,7 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="hostile-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
-    print(
-        "| case | output | exit | manifest rows / pages | images named / there | peak RSS MB | error line |"
-    )
+    print("| case | output | exit | manifest rows / pages | images named / there | peak RSS MB | error line |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, (source, pages) in make_cases(folder / "in").items():
         for output in ("out.zip", "out"):

@@ -104,6 +104,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes over page ranges (default: the machine's cores, here %(default)s; 1 = least memory)",
     )
     parser.add_argument(
+        "--max-pages",
+        type=int,
+        default=None,
+        metavar="N",
+        help="refuse a run of more than N pages in all, before processing any (default: no limit)",
+    )
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="stop after S seconds with what is done written (rerun the command to continue; default: no limit)",
+    )
+    parser.add_argument(
         "--resume",
         action=argparse.BooleanOptionalAction,
         default=True,
@@ -147,7 +161,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             tqdm.write(f"skipped {record.source}{where}: {record.error}", file=sys.stderr)
 
     try:
-        summary = run(args.inputs, args.output, options, on_page, workers=args.workers, resume=args.resume)
+        summary = run(
+            args.inputs,
+            args.output,
+            options,
+            on_page,
+            workers=args.workers,
+            resume=args.resume,
+            max_pages=args.max_pages,
+            max_seconds=args.max_seconds,
+        )
     except (NothingToDo, OutputError, ResumeMismatch, FileNotFoundError, ValueError) as exc:
         bar.close()
         print(f"error: {exc}", file=sys.stderr)
@@ -163,5 +186,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"duplicates and {summary.too_small} too small dropped), {summary.errors} errors, "
         f"{summary.warnings} with MuPDF warnings, "
         f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
+        + (f"; {summary.stopped}: rerun the same command to continue" if summary.stopped else "")
     )
     return 0

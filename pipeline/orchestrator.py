@@ -42,7 +42,7 @@ OnPage = Callable[[PageRecord, Progress], None]
 
 
 class NothingToDo(Exception):
-    """The run cannot start: no PDF among the inputs."""
+    """The run cannot start: no PDF among the inputs, or more pages than the caller allows."""
 
 
 @dataclass
@@ -67,6 +67,10 @@ class Summary:
     output_bytes: int = 0
     files: dict[Path, FileSummary] = dataclasses.field(default_factory=dict)
     """What happened to each input PDF, in input order (pages of this session's run)."""
+    total: int = 0
+    """Pages of all inputs (an unreadable file counts one)."""
+    stopped: str = ""
+    """Why the run stopped before its last page (its time budget), or empty when it did not."""
 
     def describe(self) -> str:
         """The run in one paragraph for people (the Space's summary)."""
@@ -82,6 +86,8 @@ class Summary:
             text += f" Kept but not written: {', '.join(dropped)}."
         if self.pages and not self.kept:
             text += " No page passed the filter: try a lower threshold."
+        if self.stopped:
+            text += f" Incomplete: {self.stopped}."
         return text
 
 
@@ -116,15 +122,19 @@ def run(
     on_page: OnPage | None = None,
     workers: int = 1,
     resume: bool = True,
+    max_pages: int | None = None,
+    max_seconds: float | None = None,
 ) -> Summary:
     """Process every page of every PDF among ``inputs`` into ``output`` (``*.zip`` or a folder).
 
     Bad files and pages are recorded in the manifest and skipped. Each page is committed to the output
     before the next one, so an interrupted run (even ``kill -9``) rerun with the same arguments continues
     where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
-    processes; the output is the same, in the same order.
+    processes; the output is the same, in the same order. ``max_pages`` refuses a run of more pages
+    (``NothingToDo``, before any page is processed); ``max_seconds`` stops it after the page that passes
+    that time, with the pages done so far written and the reason in ``Summary.stopped``.
     """
-    pages = run_pages(inputs, output, options, workers, resume)
+    pages = run_pages(inputs, output, options, workers, resume, max_pages, max_seconds)
     while True:
         try:
             record, progress = next(pages)
@@ -140,6 +150,8 @@ def run_pages(
     options: Options = Options(),
     workers: int = 1,
     resume: bool = True,
+    max_pages: int | None = None,
+    max_seconds: float | None = None,
 ) -> Generator[tuple[PageRecord, Progress], None, Summary]:
     """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
 
@@ -152,13 +164,16 @@ def run_pages(
     threshold = threshold_of(options.filter, options.threshold)
     with Distributor(workers) as distributor:
         counts = distributor.map(_page_count, pdfs)
+        total = sum(max(count, 1) for count in counts)
+        if max_pages is not None and total > max_pages:
+            raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
         writer = open_writer(output, _run_id(pdfs, options), resume)
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.files = {path: FileSummary() for path in pdfs}
         duplicates = _duplicate_index(writer.journal, options.dedupe)
         captions = options.captions()
-        total = sum(max(count, 1) for count in counts)
+        summary.total = total
         progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
         start = time.perf_counter()
         complete = False
@@ -172,7 +187,12 @@ def run_pages(
                     progress.output_bytes = writer.size()
                     yield record, progress
                 del results
-            complete = True
+                if max_seconds is not None and time.perf_counter() - start > max_seconds and progress.done < total:
+                    summary.stopped = (
+                        f"stopped after the time budget of {max_seconds:g} s, {progress.done:,} of {total:,} pages done"
+                    )
+                    break
+            complete = not summary.stopped
         finally:
             writer.close(complete, _extra_files(writer, options, summary))
             summary.seconds = time.perf_counter() - start

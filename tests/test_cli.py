@@ -67,3 +67,13 @@ def test_cli_help_explains_each_option() -> None:
     options += ["--caption", "--trigger", "--kohya-config", "--crop", "--gc-every", "--workers", "--no-resume"]
     for option in [*options, "DIR/", "OUT.zip", "structure", "sigma", "bucket", "max-side"]:
         assert option in result.stdout
+
+
+def test_cli_limits(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "scan.pdf", [engraving(300, 400, seed=s) for s in range(6)])
+    refused = _cli(pdf, "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--max-pages", "5")
+    assert refused.returncode == 1 and "error: 6 pages in all, more than the limit of 5" in refused.stderr
+    stopped = _cli(pdf, "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--size", "64", "--max-seconds", "0")
+    assert stopped.returncode == 0, stopped.stderr
+    assert "stopped after the time budget of 0 s" in stopped.stdout and "rerun the same command" in stopped.stdout
+    assert (tmp_path / "out.zip.progress").exists()

@@ -199,3 +199,24 @@ def test_summary_counts_each_file(tmp_path: Path) -> None:
     assert files["b.pdf"].pages == 1 and files["b.pdf"].images == files["b.pdf"].kept
     assert files["c.pdf"].describe().startswith("skipped (c.pdf: not a PDF")
     assert summary.describe().startswith(f"3 pages seen, {summary.kept} kept ({summary.images} images), 1 error,")
+
+
+def test_max_pages_refuses_a_run_before_any_page(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "long.pdf", [text_page(300, 400, seed=s) for s in range(5)])
+    with pytest.raises(NothingToDo, match="5 pages in all, more than the limit of 4"):
+        run([pdf], tmp_path / "out.zip", Options(**ARTICLE), max_pages=4)
+    assert not (tmp_path / "out.zip").exists()
+    assert run([pdf], tmp_path / "out.zip", Options(**ARTICLE, size=64), max_pages=5).pages == 5
+
+
+def test_max_seconds_stops_with_what_is_done_and_resumes(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "long.pdf", [engraving(300, 400, seed=s) for s in range(12)])
+    options = Options(**ARTICLE, size=64)
+    summary = run([pdf], tmp_path / "out.zip", options, max_seconds=0)
+    assert 0 < summary.pages < 12 and summary.stopped.startswith("stopped after the time budget of 0 s")
+    assert f"{summary.pages} of 12 pages done" in summary.describe()
+    rows, archive = _read(tmp_path / "out.zip")
+    assert len(rows) == summary.pages and archive.testzip() is None
+    rest = run([pdf], tmp_path / "out.zip", options)
+    assert rest.resumed == summary.pages and not rest.stopped
+    assert [row["page"] for row in _read(tmp_path / "out.zip")[0]] == [str(n) for n in range(1, 13)]

@@ -12,8 +12,13 @@ top) is not a scan and is drawn as before.
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import cv2
 import numpy as np
@@ -208,7 +213,9 @@ def _decode(scan: Scan, width: float, height: float, colorspace: Literal["gray",
     if scan.jpeg is not None and scan.jpeg.rstrip(b"\0\r\n ").endswith(b"\xff\xd9"):  # complete (ends in EOI)
         reduction = next(r for r in (8, 4, 2, 1) if r == 1 or (scan.width // r >= width and scan.height // r >= height))
         flags = _JPEG_FLAGS[("gray" if colorspace == "gray" or scan.gray else "rgb", reduction)]
-        pixels = cv2.imdecode(np.frombuffer(scan.jpeg, np.uint8), flags | cv2.IMREAD_IGNORE_ORIENTATION)
+        with _libjpeg_messages() as messages:
+            pixels = cv2.imdecode(np.frombuffer(scan.jpeg, np.uint8), flags | cv2.IMREAD_IGNORE_ORIENTATION)
+        _decoder_warnings.extend(messages)
         if pixels is not None:
             pixels = cv2.cvtColor(pixels, cv2.COLOR_BGR2RGB, dst=pixels) if pixels.ndim == 3 else pixels
             return pixels, pixels
@@ -237,3 +244,44 @@ def _samples(pixmap: mupdf.FzPixmap) -> np.ndarray:
     rows = np.frombuffer(mupdf.fz_pixmap_samples_memoryview(pixmap), dtype=np.uint8).reshape(pixmap.h(), -1)
     pixels = rows[:, : pixmap.w() * n].reshape(pixmap.h(), pixmap.w(), n)
     return pixels[..., 0] if n == 1 else pixels
+
+
+LIBJPEG_WARNINGS = ("Corrupt JPEG data", "Premature end of JPEG", "Invalid JPEG", "Bogus", "Warning:", "Unsupported")
+"""How libjpeg's warnings begin: it prints them on the process's stderr and decodes on (grey or stale blocks)."""
+
+_decoder_warnings: list[str] = []
+_sink: BinaryIO | None = None
+
+
+def decoder_warnings() -> list[str]:
+    """What the JPEG decoder reported since the last call (``Corrupt JPEG data: …``), once each; then forgets."""
+    warnings = list(dict.fromkeys(_decoder_warnings))
+    _decoder_warnings.clear()
+    return warnings
+
+
+@contextmanager
+def _libjpeg_messages() -> Iterator[list[str]]:
+    """libjpeg's warnings printed while the block runs, caught from file descriptor 2 (libjpeg writes them
+    there, not to its caller): a damaged scan is then flagged in the manifest instead of only on a console.
+    Anything else printed meanwhile (another thread of the Space) is passed on to stderr."""
+    global _sink
+    if _sink is None:
+        _sink = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the process: one file, reused per decode
+    messages: list[str] = []
+    sys.stderr.flush()
+    saved = os.dup(2)
+    _sink.seek(0)
+    _sink.truncate()
+    os.dup2(_sink.fileno(), 2)
+    try:
+        yield messages
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        _sink.seek(0)
+        others = []
+        for line in _sink.read().decode("utf-8", "replace").splitlines():
+            (messages if line.startswith(LIBJPEG_WARNINGS) else others).append(line)
+        if others:
+            os.write(2, ("\n".join(others) + "\n").encode())

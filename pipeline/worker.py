@@ -23,7 +23,7 @@ from pipeline.names import safe_text
 from pipeline.options import Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
-from pipeline.scan import Scan, find_scan
+from pipeline.scan import Scan, decoder_warnings, find_scan
 from pipeline.source import PdfError, open_pdf
 
 # MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
@@ -67,6 +67,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
     """Judge one page from its cheap view; render, fit, encode and fingerprint only what is kept."""
     record = PageRecord(source=safe_text(task.path.name), page=index + 1)
     pymupdf.TOOLS.reset_mupdf_warnings()
+    decoder_warnings()  # forget an earlier page's
     try:
         page = doc.load_page(index)
         verdict, view, scan, gray = judge_page(page, judge)
@@ -77,7 +78,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         if verdict.keep:
             boxes = verdict.boxes if options.crop else ()
             result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
-        record.warning = _mupdf_warnings(doc)
+        record.warning = _page_warnings(doc)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -146,10 +147,12 @@ WARNING_CHARS = 300
 """Longest warning text kept per page in the manifest (MuPDF repeats itself)."""
 
 
-def _mupdf_warnings(doc: pymupdf.Document) -> str:
-    """What MuPDF reported since the page began (distinct lines, in order), and whether it repaired the file:
-    a damaged page still renders, often partly blank, so the manifest says so instead of staying silent."""
-    lines = dict.fromkeys(line for line in pymupdf.TOOLS.mupdf_warnings().splitlines() if line.strip())
+def _page_warnings(doc: pymupdf.Document) -> str:
+    """What MuPDF and the JPEG decoder reported since the page began (distinct lines, in order), and whether
+    MuPDF repaired the file: a damaged page still renders, often partly blank or with grey blocks, so the
+    manifest says so instead of staying silent."""
+    reported = [line for line in pymupdf.TOOLS.mupdf_warnings().splitlines() if line.strip()]
+    lines = dict.fromkeys([*reported, *decoder_warnings()])
     if doc.is_repaired:
         lines = {"the file is damaged or truncated; MuPDF repaired it": None} | lines
     text = "; ".join(lines)

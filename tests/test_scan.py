@@ -7,11 +7,13 @@ import cv2
 import numpy as np
 import pymupdf
 import pytest
-from factories import engraving, mixed_page, pdf_from_images, text_page
+from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
 from PIL import Image
 
+from pipeline import Options, run
 from pipeline.render import render
 from pipeline.scan import find_scan, scan_view
+from pipeline.writer import read_manifest
 
 
 def _scan_page(tmp_path: Path, image: np.ndarray, name: str = "scan.pdf") -> pymupdf.Document:
@@ -165,3 +167,23 @@ def test_a_truncated_jpeg_scan_is_decoded_as_far_as_mupdf_can() -> None:
     assert scan is not None and scan.jpeg is not None
     view = scan_view(page, scan, 1.0, "gray")
     assert view.shape == (576, 432) and _mean_difference(view, render(page, 1.0, "gray")) < 3.0
+
+
+def test_a_damaged_jpeg_scan_is_flagged_in_the_manifest(tmp_path: Path) -> None:
+    """libjpeg decodes damaged data on and only prints a warning: the page's warning column must say so."""
+    _, jpeg = cv2.imencode(".jpg", engraving(300, 400), [cv2.IMWRITE_JPEG_QUALITY, 90])
+    data = jpeg.tobytes()
+    damaged = data[:-2] + b"\x00" * 40 + data[-2:]  # junk before the end marker
+    doc = pymupdf.open()
+    for stream in (data, damaged):
+        page = doc.new_page(width=216, height=288)
+        page.insert_image(page.rect, stream=stream)
+    doc.save(tmp_path / "scans.pdf")
+    run([tmp_path / "scans.pdf"], tmp_path / "out.zip", Options(**ARTICLE, size=64))
+    clean, flagged = read_manifest(tmp_path / "out.zip")
+    assert clean["warning"] == ""
+    assert (
+        flagged["warning"].startswith("Corrupt JPEG data: ")
+        and "extraneous bytes before marker 0xd9" in flagged["warning"]
+    )
+    assert flagged["kept"] == "true", "still processed: the picture is whole"

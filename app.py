@@ -16,6 +16,8 @@ import html
 import io
 import os
 import shutil
+import signal
+import sys
 import tempfile
 import time
 import uuid
@@ -39,9 +41,19 @@ MAX_FILE_SIZE = os.environ.get("MAX_FILE_SIZE", "100mb")
 """Upload limit for any file (Gradio refuses bigger uploads before a handler runs)."""
 MAX_UNPACKED_MB = int(os.environ.get("MAX_UNPACKED_MB", "2048"))
 """Most megabytes of PDFs unpacked from the zips of one request (the Space's disk is shared by everyone)."""
+MAX_PAGES = int(os.environ.get("MAX_PAGES", "2000"))
+"""Most pages per PDF job: more is refused at once (an archive belongs to the CLI)."""
+MAX_JOB_SECONDS = float(os.environ.get("MAX_JOB_SECONDS", "600"))
+"""A PDF job stops after this long and returns what it has done, so the queue keeps moving."""
+PDF_JOBS = int(os.environ.get("PDF_JOBS", "2"))
+"""PDF jobs at once: two, so that a short job is not stuck behind a long one (each uses one core)."""
+MIN_FREE_DISK_MB = int(os.environ.get("MIN_FREE_DISK_MB", "2048"))
+"""New PDF jobs are refused while the disk has less free space than this."""
+CACHE_MAX_AGE_S = int(os.environ.get("CACHE_MAX_AGE_S", "1800"))
+"""Uploads and results are deleted this long after they were made (checked every tenth of it)."""
 GALLERY_LIMIT = 12
 WORK_MAX_AGE_S = 3600
-"""Our own zip work folders are removed after this long (Gradio's copies follow ``delete_cache``)."""
+"""Work folders left by a job that ended abnormally are removed after this long; a finished job removes its own."""
 
 CLASSIFIER = models.make_classifier()
 """Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
@@ -118,12 +130,17 @@ def pdf_to_dataset(
         )
     except ValueError as exc:
         raise _pdf_error(str(exc)) from None
+    free_mb = shutil.disk_usage(_WORK_ROOT).free / 2**20
+    if free_mb < MIN_FREE_DISK_MB:
+        raise gr.Error(f"The Space's disk is nearly full ({free_mb:,.0f} MB free): please try again later.")
     work = _work_dir()
     try:
         names, problems = gather_uploads(pdfs, work / "unpacked", MAX_UNPACKED_MB * 2**20)
         yield _status(f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…")
         zip_path = work / _zip_name(pdfs)
-        pages = run_pages(list(names), zip_path, options, resume=False)
+        pages = run_pages(
+            list(names), zip_path, options, resume=False, max_pages=MAX_PAGES, max_seconds=MAX_JOB_SECONDS
+        )
         try:
             while True:
                 try:
@@ -145,6 +162,7 @@ def pdf_to_dataset(
     finally:
         shutil.rmtree(work / "unpacked", ignore_errors=True)
     yield _results(summary, names, problems)
+    shutil.rmtree(work, ignore_errors=True)  # Gradio has made its own copy of the zip: keep one, not two
 
 
 def _status(text: str) -> tuple[object, ...]:
@@ -195,7 +213,9 @@ CSS = """
 .report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
 """
 
-with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800, 3600)) as demo:
+with gr.Blocks(
+    title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(60, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
+) as demo:
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
     with gr.Tab("Cattle scanner"):
         gr.Markdown(TRIAGE_NOTE)
@@ -331,7 +351,7 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
         inputs=[pdfs, threshold, size, filter_name, fit, crop, trigger, caption, dedupe],
         outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery, report],
         api_name="pdf_to_dataset",
-        concurrency_limit=1,
+        concurrency_limit=PDF_JOBS,
         show_progress_on=summary,  # progress (and a failure's mark) on the summary, not on every output
     )
     for finished in (build.success, build.failure):  # Gradio 6's .then does not run after a gr.Error
@@ -354,10 +374,12 @@ with gr.Blocks(title="AI-Vet-Scanner & archive → dataset", delete_cache=(1800,
         api_visibility="private",
     )
 
-# A free Space has 2 vCPUs: one PDF job at a time, a short queue rather than an unbounded backlog.
+# A free Space has 2 vCPUs: at most PDF_JOBS PDF jobs at a time, a short queue rather than an unbounded backlog.
 demo.queue(default_concurrency_limit=1, max_size=16)
 
 LAUNCH_KWARGS = {"max_file_size": MAX_FILE_SIZE, "theme": gr.themes.Soft(), "css": CSS}
 
 if __name__ == "__main__":
+    # SIGTERM (a Space restarting, `docker stop`) ends the process like Ctrl-C, so atexit removes the work folder.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     demo.launch(**LAUNCH_KWARGS)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import importlib
 import io
 import os
-import socket
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from types import ModuleType
 import numpy as np
 import pymupdf
 import pytest
+from factories import free_port
 from PIL import Image
 from test_models import save_tiny_vit
 
@@ -40,12 +40,6 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(f"browser screenshots: {folder} ({len(list(folder.glob('*.png')))} PNG)")
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def app_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return save_tiny_vit(tmp_path_factory.mktemp("tiny-vit-app"))
@@ -58,7 +52,7 @@ def app(app_model: Path) -> Iterator[ModuleType]:
     os.environ.update(MODEL_ID=str(app_model), MODEL_POLICY="per_request", MAX_FILE_SIZE=MAX_FILE_SIZE)
     sys.modules.pop("app", None)
     module = importlib.import_module("app")
-    kwargs = {**module.LAUNCH_KWARGS, "server_name": "127.0.0.1", "server_port": _free_port()}
+    kwargs = {**module.LAUNCH_KWARGS, "server_name": "127.0.0.1", "server_port": free_port()}
     module.demo.launch(prevent_thread_lock=True, quiet=True, **kwargs)
     try:
         yield module

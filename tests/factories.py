@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -117,3 +118,10 @@ def encrypted_pdf(path: Path) -> Path:
     doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner")
     doc.close()
     return path
+
+
+def free_port() -> int:
+    """A TCP port free on localhost now, for a server a test starts."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

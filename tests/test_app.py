@@ -9,19 +9,26 @@ from __future__ import annotations
 import csv
 import gc
 import io
+import os
+import signal
+import subprocess
+import sys
+import time
 import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import httpx
 import pytest
-from factories import mixed_page, pdf_from_images, text_page
+from factories import free_port, mixed_page, pdf_from_images, text_page
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
 from PIL import Image
 from test_models import LABELS
 
 from pipeline import Options
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -265,7 +272,9 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
     def progress(value: tuple[int, int], desc: str | None = None, total: int | None = None, unit: str = "") -> None:
         calls.append(value)
 
-    *running, (zip_path, *_) = app.pdf_to_dataset([str(files["pdf"])], size=256, progress=progress)
+    job = app.pdf_to_dataset([str(files["pdf"])], size=256, progress=progress)
+    running = [next(job) for _ in range(3)]
+    zip_path, *_ = next(job)
     assert calls == [(1, 2), (2, 2)]
     assert [status for _, status, *_ in running] == [
         "Reading 1 PDF…",
@@ -273,6 +282,68 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
         "Page 2/2, 0 kept · gazette.pdf p2",
     ]
     assert zipfile.is_zipfile(zip_path)
+    with pytest.raises(StopIteration):
+        next(job)  # once Gradio has taken its copy of the zip, the job's own folder goes
+    assert not Path(zip_path).exists()
+
+
+def test_the_result_zip_is_stored_once(app: ModuleType, client: Client, files: dict[str, Path]) -> None:
+    before = set(app._WORK_ROOT.iterdir())
+    zip_path, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+    assert zipfile.is_zipfile(zip_path)
+    deadline = time.monotonic() + 5
+    while set(app._WORK_ROOT.iterdir()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not set(app._WORK_ROOT.iterdir()) - before, "the job's folder is removed once the result is served"
+
+
+def test_too_many_pages_are_refused_at_once(
+    app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "MAX_PAGES", 1)
+    message = _error(client, [handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+    assert "2 pages in all, more than the limit of 1 pages per run" in message
+
+
+def test_a_job_over_its_time_budget_returns_what_it_did(
+    app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "MAX_JOB_SECONDS", 0)
+    zip_path, summary, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+    assert "Incomplete: stopped after the time budget of 0 s, 1 of 2 pages done." in summary
+    assert [row["page"] for row in _manifest(zip_path)] == ["1"]
+
+
+def test_a_full_disk_refuses_new_jobs(
+    app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "MIN_FREE_DISK_MB", 2**40)
+    assert "disk is nearly full" in _error(client, [handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+
+
+def test_sigterm_removes_the_work_folder(app_model: Path, tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "TMPDIR": str(tmp_path),
+        "MODEL_ID": str(app_model),
+        "GRADIO_SERVER_NAME": "127.0.0.1",
+        "GRADIO_SERVER_PORT": str(free_port()),
+    }
+    server = subprocess.Popen(
+        [sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+    )
+    url = f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and server.poll() is None:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    assert list(tmp_path.glob("space-pdf-*")), "the app made its work folder"
+    server.send_signal(signal.SIGTERM)
+    assert server.wait(timeout=30) == 0
+    assert not list(tmp_path.glob("space-pdf-*")), "SIGTERM left the work folder behind"
 
 
 def test_free_space_limits(app: ModuleType) -> None:
@@ -280,4 +351,5 @@ def test_free_space_limits(app: ModuleType) -> None:
     assert app.demo.delete_cache is not None
     assert app.demo._queue.max_size == 16
     limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values() if fn.api_visibility == "public"}
-    assert limits == {"classify": 2, "pdf_to_dataset": 1}
+    assert limits == {"classify": 2, "pdf_to_dataset": 2}
+    assert app.demo.delete_cache == (180, 1800)

@@ -171,14 +171,29 @@ def trunk(model: torch.nn.Module, pixel_values: torch.Tensor, upto: int) -> torc
     return h
 
 
-def top(model: torch.nn.Module, hidden: torch.Tensor, start: int) -> torch.Tensor:
-    """The trained part: blocks ``[start, 16)``, head convolution, pooling, dropout, classifier → logits."""
+def pooled(model: torch.nn.Module, hidden: torch.Tensor, start: int) -> torch.Tensor:
+    """Blocks ``[start, 16)``, head convolution and global pooling: the 1280 features the classifier reads."""
     enc = model.efficientnet.encoder
     for block in enc.blocks[start:]:
         hidden = block(hidden)
-    hidden = enc.top_activation(enc.top_bn(enc.top_conv(hidden)))
-    pooled = hidden.mean(dim=(2, 3))
-    return model.classifier(model.dropout(pooled))
+    return enc.top_activation(enc.top_bn(enc.top_conv(hidden))).mean(dim=(2, 3))
+
+
+def top(model: torch.nn.Module, hidden: torch.Tensor, start: int) -> torch.Tensor:
+    """The trained part → logits; ``hidden`` is a trunk output, or already pooled features (head-only tuning)."""
+    features = hidden if hidden.dim() == 2 else pooled(model, hidden, start)
+    return model.classifier(model.dropout(features))
+
+
+def pool_views(model: torch.nn.Module, feats: torch.Tensor, batch: int = 256) -> torch.Tensor:
+    """Pooled features of every cached view, for head-only tuning (the rest of the network stays frozen)."""
+    model.eval()
+    flat = feats.reshape(-1, *feats.shape[2:])
+    with torch.inference_mode():
+        out = torch.cat(
+            [pooled(model, flat[s : s + batch].float(), TUNED_FROM_BLOCK) for s in range(0, len(flat), batch)]
+        )
+    return out.reshape(feats.shape[0], feats.shape[1], -1)
 
 
 def cache_features(
@@ -224,12 +239,17 @@ def train_top(
     seed: int = SEED,
     desc: str = "train",
     max_steps: int | None = None,
+    weight_decay: float = 1e-4,
 ) -> None:
-    """Train the top (``TUNED_FROM_BLOCK`` onward) on cached views: one random view per photo per epoch."""
+    """Train on cached views, one random view per photo per epoch: the classifier alone when ``feats`` are pooled
+    features, else the top (``TUNED_FROM_BLOCK`` onward) too."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
-    params = [p for p in _top_parameters(model) if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=1e-4)
+    head_only = feats.dim() == 3
+    params = (
+        list(model.classifier.parameters()) if head_only else [p for p in _top_parameters(model) if p.requires_grad]
+    )
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
     steps = epochs * math.ceil(len(targets) / batch)
     if max_steps is not None:
         steps = min(steps, max_steps)
@@ -288,7 +308,7 @@ def predict_logits(model: torch.nn.Module, feats: torch.Tensor, batch: int = 128
     with torch.inference_mode():
         return np.concatenate(
             [top(model, feats[s : s + batch, 0].float(), TUNED_FROM_BLOCK).numpy() for s in range(0, len(feats), batch)]
-        )
+        ).astype(np.float64)
 
 
 # ---------------------------------------------------------------- operating point
@@ -400,15 +420,18 @@ def evaluate(policy: triage.Policy, logits: np.ndarray, targets: np.ndarray) -> 
 def train(
     data: Dataset,
     out_dir: Path,
-    epochs: int = 12,
+    epochs: int = 8,
     views: int = 6,
     folds: int = 5,
     holdout: float = 0.2,
-    lr: float = 1e-3,
+    lr: float = 3e-4,
     pretrained: bool = True,
     phash_distance: int = 10,
     max_steps: int | None = None,
     seed: int = SEED,
+    tune: str = "block",
+    weight_decay: float = 5e-2,
+    feature_cache: Path | None = None,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
     torch.manual_seed(seed)
@@ -417,9 +440,18 @@ def train(
     triage_labels = [x for x in data.labels if x != data.gate_label]
     alert = "lumpy_skin" if "lumpy_skin" in triage_labels else None
     base = build_lite0(id2label, pretrained=pretrained)
-    feats, thumbs = cache_features(base, data.paths, views, TUNED_FROM_BLOCK, seed=seed)
-    data.groups = phash_groups(thumbs, phash_distance)
-    del thumbs
+    key = [[str(p) for p in data.paths], views, seed, pretrained, phash_distance]
+    cached = torch.load(feature_cache) if feature_cache is not None and feature_cache.exists() else None
+    if cached is not None and cached["key"] == key:  # development only: same photos, views, seed, weights
+        feats, data.groups = cached["feats"], cached["groups"].numpy()
+    else:
+        feats, thumbs = cache_features(base, data.paths, views, TUNED_FROM_BLOCK, seed=seed)
+        data.groups = phash_groups(thumbs, phash_distance)
+        del thumbs
+        if feature_cache is not None:
+            torch.save({"key": key, "feats": feats, "groups": torch.as_tensor(data.groups)}, feature_cache)
+    if tune == "head":
+        feats = pool_views(base, feats)
     held = holdout_mask(data.groups, data.targets, holdout, seed=seed)
     fit = ~held
     initial = copy.deepcopy(base.state_dict())
@@ -446,13 +478,25 @@ def train(
                 seed=seed + k,
                 desc=f"fold {k + 1}/{folds}",
                 max_steps=max_steps,
+                weight_decay=weight_decay,
             )
             oof[fold_of == k] = predict_logits(base, feats[va])
         policy = choose_operating_point(policy, oof, data.targets[fit])
     cv = evaluate(policy, oof, data.targets[fit]) if fold_of is not None else {}
 
     base.load_state_dict(initial)
-    train_top(base, feats[fit], data.targets[fit], gate_index, epochs, lr, seed=seed, desc="final", max_steps=max_steps)
+    train_top(
+        base,
+        feats[fit],
+        data.targets[fit],
+        gate_index,
+        epochs,
+        lr,
+        seed=seed,
+        desc="final",
+        max_steps=max_steps,
+        weight_decay=weight_decay,
+    )
     held_metrics = evaluate(policy, predict_logits(base, feats[held]), data.targets[held]) if held.any() else {}
     seconds = time.perf_counter() - started
 
@@ -477,7 +521,9 @@ def train(
             "epochs": epochs,
             "views": views,
             "lr": lr,
-            "tuned_from_block": TUNED_FROM_BLOCK,
+            "tune": tune,
+            "tuned_from_block": TUNED_FROM_BLOCK if tune == "block" else "classifier only",
+            "weight_decay": weight_decay,
             "seconds": round(seconds, 1),
             "torch_threads": torch.get_num_threads(),
         },
@@ -495,13 +541,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--classes", nargs="+", help="triage class folders to use (default: all but breed_*)")
     parser.add_argument("--not-cattle", type=Path, help="photos that are not cattle: adds the not_cattle gate label")
     parser.add_argument("--extra-cattle", type=Path, nargs="*", default=[], help="more cattle photos, no triage label")
-    parser.add_argument("--epochs", type=int, default=12)
+    parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--views", type=int, default=6, help="cached views per photo: 1 plain + augmented ones")
     parser.add_argument(
         "--folds", type=int, default=5, help="grouped CV folds choosing temperature/thresholds (0: none)"
     )
     parser.add_argument("--holdout", type=float, default=0.2, help="held-out fraction for metrics.json (0: none)")
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--weight-decay", type=float, default=5e-2)
+    parser.add_argument(
+        "--tune",
+        choices=("block", "head"),
+        default="block",
+        help="block: last block + head + classifier; head: classifier",
+    )
+    parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--phash-distance", type=int, default=10)
     parser.add_argument("--max-steps", type=int, help="stop each training run after this many steps (smoke tests)")
     parser.add_argument("--no-pretrained", action="store_true", help="random init instead of ImageNet weights")
@@ -522,6 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         phash_distance=args.phash_distance,
         max_steps=args.max_steps,
         seed=args.seed,
+        tune=args.tune,
+        weight_decay=args.weight_decay,
+        feature_cache=args.feature_cache,
     )
     print(json.dumps({k: metrics[k] for k in ("policy", "cross_validation", "holdout")}, indent=2))
     print(f"wrote {args.output} in {metrics['training']['seconds']} s", file=sys.stderr)

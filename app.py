@@ -84,7 +84,10 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[d
     first = case.photos[0]
     scores = dict(sorted(first.probabilities.items(), key=lambda kv: -kv[1]))
     if first.verdict == models.NOT_CATTLE and first.gate is not None:  # a dog must not look like a diagnosis
-        scores = {VERDICT_TEXT[models.NOT_CATTLE]: first.gate, **{k: v * (1 - first.gate) for k, v in scores.items()}}
+        scores = {
+            VERDICT_TEXT[models.NOT_CATTLE]: first.gate,
+            **{k: round(v * (1 - first.gate), 6) for k, v in scores.items()},
+        }
 
     def say(verdict: str) -> str:
         return VERDICT_TEXT.get(verdict, verdict.replace("_", " "))

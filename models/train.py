@@ -503,7 +503,14 @@ def train(
     base.config.triage = policy.to_dict()
     out_dir.mkdir(parents=True, exist_ok=True)
     base.save_pretrained(out_dir)
-    image_processor().save_pretrained(out_dir)
+    processor = image_processor()
+    processor.save_pretrained(out_dir)
+    # transformers writes the backend-neutral name, which picks the torchvision backend where torchvision is
+    # installed (a Space): name the PIL class we trained with, so every install preprocesses the same way.
+    processor_file = out_dir / "preprocessor_config.json"
+    processor_config = json.loads(processor_file.read_text())
+    processor_config["image_processor_type"] = type(processor).__name__
+    processor_file.write_text(json.dumps(processor_config, indent=2) + "\n")
     metrics = {
         "labels": data.labels,
         "policy": policy.to_dict(),

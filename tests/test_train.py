@@ -224,3 +224,9 @@ def test_committed_default_model_loads_and_gives_triage_probabilities() -> None:
     policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(folder).config)
     assert policy.gate_label == "not_cattle" and policy.alert_label == "lumpy_skin"
     assert image_processor().to_dict()["image_mean"] == AutoImageProcessor.from_pretrained(folder).image_mean
+
+
+def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path) -> None:
+    config = json.loads((trained / "preprocessor_config.json").read_text())
+    assert config["image_processor_type"] == "EfficientNetImageProcessorPil"
+    assert type(AutoImageProcessor.from_pretrained(trained)).__name__ == "EfficientNetImageProcessorPil"

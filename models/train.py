@@ -14,6 +14,9 @@ Why it generalises: near-duplicate photos (perceptual hash within ``--phash-dist
 group, and groups never straddle the held-out split or the cross-validation folds. The temperature and the
 verdict thresholds are chosen on out-of-fold predictions of grouped k-fold cross-validation, not on one split;
 the held-out split is used once, for the metrics written to ``metrics.json``.
+The defaults (8 epochs, lr 3e-4, weight decay 0.05, last block tuned) had the best cross-validated balanced
+accuracy (0.864) among the settings tried on the real photos: classifier-only tuning 0.81-0.85, last block with
+4-12 epochs and lr 3e-4 to 1e-3 0.82-0.86 (differences of ±0.02 are within fold noise).
 """
 
 from __future__ import annotations

@@ -99,7 +99,8 @@ def main() -> int:
     metrics = json.loads((Path(args.model) / "metrics.json").read_text())
     labels = metrics["labels"]
     classes = [x for x in labels if x != "not_cattle"]
-    data = train.scan(args.data_dir, classes, args.not_cattle if "not_cattle" in labels else None)
+    gate_dir = args.not_cattle if "not_cattle" in labels else None
+    data = train.scan(args.data_dir, classes, gate_dir, cattle_as=metrics.get("cattle_as"))
     split = metrics["split"]
     if args.split == "holdout":
         thumbs = [Image.open(p).convert("RGB") for p in data.paths]

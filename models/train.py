@@ -68,13 +68,19 @@ def scan(
     classes: Sequence[str] | None = None,
     not_cattle: Path | None = None,
     extra_cattle: Sequence[Path] = (),
+    cattle_as: str | None = None,
 ) -> Dataset:
-    """Collect the photos: triage classes, then cattle-only folders (``breed_*``, ``extra_cattle``), then not-cattle."""
+    """Collect the photos: triage classes, then cattle-only folders (``breed_*``, ``extra_cattle``), then not-cattle.
+
+    ``cattle_as`` gives the cattle-only photos a triage class (healthy breeds as ``normal_skin``) instead of none.
+    """
     folders = sorted(p for p in Path(data_dir).iterdir() if p.is_dir())
     names = list(classes) if classes else [p.name for p in folders if not p.name.startswith("breed_")]
     unknown = [n for n in names if not (Path(data_dir) / n).is_dir()]
     if unknown or len(names) < 2:
         raise SystemExit(f"error: need at least two class folders in {data_dir} (missing: {unknown})")
+    if cattle_as and cattle_as not in names:
+        raise SystemExit(f"error: --cattle-as {cattle_as} is not one of the classes {names}")
     labels = list(names)
     gate = triage.NOT_CATTLE if not_cattle else None
     if gate:
@@ -90,7 +96,7 @@ def scan(
         for folder in [*cattle_only, *map(Path, extra_cattle)]:
             found = list_images(folder)
             paths += found
-            targets += [CATTLE_ONLY] * len(found)
+            targets += [names.index(cattle_as) if cattle_as else CATTLE_ONLY] * len(found)
         found = list_images(Path(not_cattle))
         paths += found
         targets += [labels.index(gate)] * len(found)
@@ -435,6 +441,7 @@ def train(
     tune: str = "block",
     weight_decay: float = 5e-2,
     feature_cache: Path | None = None,
+    cattle_as: str | None = None,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
     torch.manual_seed(seed)
@@ -519,6 +526,7 @@ def train(
         "policy": policy.to_dict(),
         "photos": {x: int((data.targets == i).sum()) for i, x in enumerate(data.labels)}
         | ({"cattle_only": int((data.targets == CATTLE_ONLY).sum())} if data.gate_label else {}),
+        "cattle_as": cattle_as,
         "split": {
             "method": f"near-duplicate groups (phash ≤ {phash_distance} bits, chained) never straddle a split",
             "groups": len(np.unique(data.groups)),
@@ -551,6 +559,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--classes", nargs="+", help="triage class folders to use (default: all but breed_*)")
     parser.add_argument("--not-cattle", type=Path, help="photos that are not cattle: adds the not_cattle gate label")
     parser.add_argument("--extra-cattle", type=Path, nargs="*", default=[], help="more cattle photos, no triage label")
+    parser.add_argument(
+        "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
+    )
     parser.add_argument("--epochs", type=int, default=8)
     parser.add_argument("--views", type=int, default=6, help="cached views per photo: 1 plain + augmented ones")
     parser.add_argument(
@@ -573,7 +584,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle)
+    data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as)
     metrics = train(
         data,
         args.output,
@@ -589,6 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune=args.tune,
         weight_decay=args.weight_decay,
         feature_cache=args.feature_cache,
+        cattle_as=args.cattle_as,
     )
     print(json.dumps({k: metrics[k] for k in ("policy", "cross_validation", "holdout")}, indent=2))
     print(f"wrote {args.output} in {metrics['training']['seconds']} s", file=sys.stderr)

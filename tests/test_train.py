@@ -230,3 +230,15 @@ def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path
     config = json.loads((trained / "preprocessor_config.json").read_text())
     assert config["image_processor_type"] == "EfficientNetImageProcessorPil"
     assert type(AutoImageProcessor.from_pretrained(trained)).__name__ == "EfficientNetImageProcessorPil"
+
+
+def test_cattle_as_gives_breed_photos_a_triage_class(data_dir: Path) -> None:
+    kinds = ["lumpy_skin", "normal_skin"]
+    plain = train.scan(data_dir, kinds, data_dir / "not_cattle")
+    labelled = train.scan(data_dir, kinds, data_dir / "not_cattle", cattle_as="normal_skin")
+    breed = np.array(["breed_x" in str(p) for p in plain.paths])
+    assert breed.sum() == 3 and plain.paths == labelled.paths
+    assert (plain.targets[breed] == train.CATTLE_ONLY).all()
+    assert (labelled.targets[breed] == plain.labels.index("normal_skin")).all()
+    with pytest.raises(SystemExit, match="not one of the classes"):
+        train.scan(data_dir, kinds, data_dir / "not_cattle", cattle_as="healthy")

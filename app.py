@@ -63,9 +63,22 @@ _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
 atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
 
 TRIAGE_NOTE = (
-    "**Triage, not a diagnosis.** The model only ranks the skin conditions it was trained on; it cannot "
-    "say an animal is healthy or rule anything out. A sick or suspicious animal needs a veterinarian."
+    "**Triage, not a diagnosis.** The built-in model tells lumpy skin disease from normal skin on a photo of "
+    "cattle skin, refuses photos that do not show cattle, and says *inconclusive* when it is unsure. It cannot "
+    "rule a disease out. A sick or suspicious animal needs a veterinarian; lumpy skin disease is notifiable."
 )
+
+VERDICT_TEXT = {
+    models.NOT_CATTLE: "not a cattle photo — no triage",
+    models.INCONCLUSIVE: "inconclusive — retake the photo: closer, daylight, the affected skin filling the frame",
+}
+NOTIFIABLE = {
+    "lumpy_skin": (
+        "**Lumpy skin disease is a notifiable disease.** Report the suspicion to your veterinary authorities "
+        "without delay, isolate the animal, control flies and ticks, and do not move or sell animals until a "
+        "veterinarian has examined them."
+    )
+}
 
 
 @spaces.GPU(duration=GPU_DURATION)
@@ -78,22 +91,38 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[d
     paths = [photo, *(more_photos or [])]
     try:
         images = models.open_images(paths)
-        results = CLASSIFIER.classify(images)
+        case = CLASSIFIER.assess(images)
     except models.ModelLoadError as exc:
         raise gr.Error(str(exc), title="Model unavailable") from None  # logged: the operator must act
     except models.ModelError as exc:
         raise gr.Error(str(exc), title="Cannot classify", print_exception=False) from None
     names = [Path(p).name for p in paths if p]
+    first = case.photos[0]
+    scores = dict(sorted(first.probabilities.items(), key=lambda kv: -kv[1]))
+    if first.verdict == models.NOT_CATTLE and first.gate is not None:  # a dog must not look like a diagnosis
+        scores = {
+            VERDICT_TEXT[models.NOT_CATTLE]: first.gate,
+            **{k: round(v * (1 - first.gate), 6) for k, v in scores.items()},
+        }
+
+    def say(verdict: str) -> str:
+        return VERDICT_TEXT.get(verdict, verdict.replace("_", " "))
+
+    labels = list(first.probabilities)
     rows = "\n".join(
-        f"| {name} | {top} | {p:.1%} |"
-        for name, scores in zip(names, results, strict=True)
-        for top, p in list(scores.items())[:1]
+        f"| {name} | {say(p.verdict)} | " + " | ".join(f"{p.probabilities[x]:.1%}" for x in labels) + " |"
+        for name, p in zip(names, case.photos, strict=True)
     )
-    details = (
-        f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')})\n\n"
-        f"| photo | top class | probability |\n|---|---|---|\n{rows}"
-    )
-    return results[0], details
+    lines = [f"### Verdict: {say(case.verdict)}"]
+    if len(names) > 1:
+        lines[0] += f" (case of {len(names)} photos)"
+    if case.verdict in NOTIFIABLE:
+        lines.append(NOTIFIABLE[case.verdict])
+    lines += [
+        f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')}); probabilities are calibrated.",
+        f"| photo | verdict | {' | '.join(labels)} |\n|---|---|{'---|' * len(labels)}\n{rows}",
+    ]
+    return scores, "\n\n".join(lines)
 
 
 def pdf_to_dataset(

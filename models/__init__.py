@@ -2,6 +2,7 @@
 
 from models.classifier import (
     DEFAULT_MODEL_ID,
+    HUB_MODEL_ID,
     MAX_IMAGES,
     STATS,
     Classifier,
@@ -20,11 +21,16 @@ from models.classifier import (
     policy_from_env,
     prefetch,
 )
+from models.triage import INCONCLUSIVE, NOT_CATTLE, CaseVerdict, PhotoVerdict
 
 __all__ = [
     "DEFAULT_MODEL_ID",
+    "HUB_MODEL_ID",
+    "INCONCLUSIVE",
     "MAX_IMAGES",
+    "NOT_CATTLE",
     "STATS",
+    "CaseVerdict",
     "Classifier",
     "ImageInputError",
     "LifecycleStats",
@@ -32,6 +38,7 @@ __all__ = [
     "ModelError",
     "ModelLoadError",
     "PerRequestClassifier",
+    "PhotoVerdict",
     "Policy",
     "ResidentClassifier",
     "loaded_model",

@@ -10,7 +10,8 @@ Two policies, chosen with ``MODEL_POLICY``:
   model on ``cuda`` at module level (on ZeroGPU ``spaces`` makes that legal outside the handler and keeps
   the weights ready for the GPU worker); every request reuses it.
 
-Everything returned is plain Python (``dict[str, float]``), because on ZeroGPU results cross a process
+Everything returned is plain Python (``dict[str, float]``, or the plain dataclasses of :mod:`models.triage` for
+verdicts), because on ZeroGPU results cross a process
 boundary and CUDA tensors must not. Expected failures raise :class:`ModelError` subclasses whose message
 is meant for the user; ``app.py`` turns them into ``gr.Error`` inside the GPU handler (only ``gr.Error``
 keeps its message across the ZeroGPU boundary), so this package does not import gradio.
@@ -29,11 +30,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import numpy as np
 import torch
 from PIL import Image, UnidentifiedImageError
 
-DEFAULT_MODEL_ID = "SrimathiE21ALR044/Cattle_Skin_Disease"
-"""Documented default: a public ViT fine-tuned on cattle skin-condition photos (see README)."""
+from models.triage import CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
+from models.triage import Policy as TriagePolicy
+
+DEFAULT_MODEL_ID = str(Path(__file__).resolve().parent / "cattle-triage")
+"""The triage model trained here and committed with the code (lumpy skin / normal skin + a cattle gate; see its
+``README.md``): a fresh clone classifies offline. Any transformers image classifier works as ``MODEL_ID``."""
+
+HUB_MODEL_ID = "SrimathiE21ALR044/Cattle_Skin_Disease"
+"""The former default, a public Hub ViT with 5 other skin conditions (no healthy class, no gate; not evaluated)."""
 
 MAX_IMAGES = 8
 """Photos per request: enough for "a few at once", small enough for a tight ZeroGPU ``duration``."""
@@ -131,8 +140,8 @@ def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
         else:
             hint = (
                 f"{model_id!r} is neither a local folder nor a reachable Hub model. "
-                "Offline, download the model once (e.g. `hf download " + DEFAULT_MODEL_ID + " --local-dir "
-                "./model`) and start the app with MODEL_ID=./model."
+                "Offline, download the model once (e.g. `hf download " + HUB_MODEL_ID + " --local-dir "
+                "./model`) and start the app with MODEL_ID=./model, or leave MODEL_ID unset for the built-in model."
             )
         raise ModelLoadError(f"The classifier could not be loaded: {hint} ({type(exc).__name__})") from exc
     model.eval()
@@ -148,13 +157,16 @@ class LoadedModel:
     device: torch.device
     model_id: str
 
-    def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
-        """Top-``top_k`` ``label -> probability`` per image, as plain floats (picklable, no tensors)."""
+    def logits(self, images: Sequence[Image.Image]) -> np.ndarray:
+        """Raw logits, (images, labels), on the CPU as float64 numpy."""
         inputs = self.processor(images=list(images), return_tensors="pt")
         pixel_values = inputs["pixel_values"].to(self.device)
         with torch.inference_mode():
-            logits = self.model(pixel_values=pixel_values).logits
-            probs = logits.softmax(dim=-1).float().cpu()
+            return self.model(pixel_values=pixel_values).logits.double().cpu().numpy()
+
+    def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
+        """Top-``top_k`` ``label -> probability`` per image (uncalibrated softmax over every label), plain floats."""
+        probs = torch.from_numpy(self.logits(images)).softmax(dim=-1).float()
         id2label = self.model.config.id2label
         k = min(top_k, probs.shape[-1])
         results = []
@@ -162,6 +174,19 @@ class LoadedModel:
             values, indices = row.topk(k)
             results.append({str(id2label[int(i)]): round(float(v), 6) for v, i in zip(values, indices, strict=True)})
         return results
+
+    @property
+    def triage_policy(self) -> TriagePolicy:
+        """The model's verdict policy (gate, temperature, thresholds), or the plain one for any other classifier."""
+        return TriagePolicy.from_config(self.model.config)
+
+    def photo_verdicts(self, images: Sequence[Image.Image]) -> list[PhotoVerdict]:
+        """Per photo: verdict, calibrated triage probabilities, gate probability (see :mod:`models.triage`)."""
+        return photo_verdicts(self.triage_policy, self.logits(images))
+
+    def assess(self, images: Sequence[Image.Image]) -> CaseVerdict:
+        """Several photos of one animal: each photo's verdict and one for the case."""
+        return case_verdict(self.triage_policy, self.photo_verdicts(images))
 
 
 def _load_to(model_id: str, device: torch.device) -> LoadedModel:
@@ -211,6 +236,8 @@ class Classifier(Protocol):
 
     def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]: ...
 
+    def assess(self, images: Sequence[Image.Image]) -> CaseVerdict: ...
+
 
 def prefetch(model_id: str) -> str | None:
     """Download a Hub model's files to the disk cache now, without loading them into memory.
@@ -245,6 +272,11 @@ class PerRequestClassifier:
         with loaded_model(self.model_id) as m:
             return m.predict(images, top_k=top_k)
 
+    def assess(self, images: Sequence[Image.Image]) -> CaseVerdict:
+        """Verdicts inside a fresh load (one load for all the case's photos)."""
+        with loaded_model(self.model_id) as m:
+            return m.assess(images)
+
 
 class ResidentClassifier:
     """Loads once at construction (module level in ``app.py``) and keeps the model for every request.
@@ -276,6 +308,10 @@ class ResidentClassifier:
     def classify(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
         """Classify with the resident model (loading it now only if the start-up load failed)."""
         return self._ensure().predict(images, top_k=top_k)
+
+    def assess(self, images: Sequence[Image.Image]) -> CaseVerdict:
+        """Verdicts with the resident model."""
+        return self._ensure().assess(images)
 
 
 def make_classifier(policy: Policy | None = None, model_id: str | None = None) -> Classifier:

@@ -81,6 +81,7 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
     assert set(confidences) == set(LABELS.values())
     assert max(confidences, key=confidences.get) == label["label"]
     assert str(app.CLASSIFIER.model_id) in details
+    assert details.startswith(f"### Verdict: {label['label']}")  # a plain classifier's verdict is its top label
     assert models.STATS.loads == loads + 1
     assert models.STATS.offloads == offloads + 1
     gc.collect()

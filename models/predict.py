@@ -1,0 +1,92 @@
+"""Batch verdicts from a terminal: ``python -m models.predict PHOTO_OR_DIR... [--model DIR] [--json]``.
+
+For vets with a folder of photos, and for evaluations: the same load → infer → offload lifecycle as the app
+(:func:`models.loaded_model`), one load for all photos. ``--json`` prints one object per photo::
+
+    {"file": "cow.jpg", "verdict": "lumpy_skin" | "normal_skin" | "not_cattle" | "inconclusive",
+     "probabilities": {"lumpy_skin": 0.91, "normal_skin": 0.09}, "gate": 0.01}
+
+``probabilities`` are the calibrated triage probabilities, present whatever the verdict; ``gate`` is P(not cattle)
+(``null`` for a model without a gate). Without ``--json``: a table, then with ``--case`` one verdict for all the
+photos as one animal. An unreadable file is reported (``"error"``) and skipped; exit code 1 if any was.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+import torch
+from PIL import Image, UnidentifiedImageError
+
+from models.classifier import loaded_model, model_id_from_env
+from models.train import IMAGE_EXTENSIONS, list_images
+from models.triage import case_verdict
+
+
+def expand(inputs: Sequence[str | Path]) -> list[Path]:
+    """Files as given, folders searched recursively for images, in a stable order."""
+    out: list[Path] = []
+    for item in map(Path, inputs):
+        out += list_images(item) if item.is_dir() else [item]
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m models.predict", description=__doc__.split("\n\n")[0])
+    parser.add_argument("inputs", nargs="+", help="photos or folders of photos")
+    parser.add_argument("--model", help="model folder or Hub id (default: MODEL_ID or the built-in model)")
+    parser.add_argument("--json", action="store_true", help="one JSON object per photo")
+    parser.add_argument("--case", action="store_true", help="also one verdict for all photos as one animal")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads on the CPU (default 2)")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    files = expand(args.inputs)
+    if not files:
+        print(f"error: no images in {' '.join(args.inputs)} ({', '.join(sorted(IMAGE_EXTENSIONS))})", file=sys.stderr)
+        return 2
+    failed = 0
+    verdicts = []
+    with loaded_model(args.model or model_id_from_env()) as m:
+        policy = m.triage_policy
+        for start in range(0, len(files), args.batch_size):
+            rows: list[dict[str, object]] = []  # in input order, errors included
+            images = []
+            for path in files[start : start + args.batch_size]:
+                try:
+                    with Image.open(path) as im:
+                        images.append(im.convert("RGB"))
+                    rows.append({"file": str(path)})
+                except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as exc:
+                    failed += 1
+                    rows.append({"file": str(path), "error": f"not a readable image ({type(exc).__name__})"})
+            found = iter(m.photo_verdicts(images) if images else [])
+            for row in rows:
+                if "error" not in row:
+                    verdict = next(found)
+                    verdicts.append(verdict)
+                    row.update(asdict(verdict))
+                _emit(args.json, row)
+    if args.case and verdicts:
+        case = case_verdict(policy, verdicts)
+        _emit(args.json, {"case": case.verdict, "probabilities": case.probabilities, "photos": len(verdicts)})
+    return 1 if failed else 0
+
+
+def _emit(as_json: bool, row: dict[str, object]) -> None:
+    if as_json:
+        print(json.dumps(row), flush=True)
+    elif "error" in row:
+        print(f"{row['file']}\terror: {row['error']}")
+    else:
+        probs = " ".join(f"{k}={v:.3f}" for k, v in row["probabilities"].items())  # type: ignore[union-attr]
+        print(f"{row.get('file', 'case')}\t{row.get('verdict', row.get('case'))}\t{probs}", flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""From a classifier's logits to a verdict: cattle gate, calibrated triage probabilities, inconclusive, case.
+
+Pure numpy, so the trainer (choosing thresholds on cross-validated predictions), ``models.predict``, the app
+and the bench all decide with the same code. The policy lives in the model's ``config.json`` under ``triage``
+(written by ``models.train``)::
+
+    "triage": {"gate_label": "not_cattle", "gate_threshold": 0.5, "triage_labels": ["lumpy_skin", "normal_skin"],
+               "temperature": 1.3, "alert_label": "lumpy_skin", "alert_threshold": 0.3, "answer_threshold": 0.8}
+
+* gate: the model has one softmax head over triage labels + ``gate_label``; a photo whose gate probability
+  reaches ``gate_threshold`` is ``not_cattle``. Any transformers loader still sees a plain classifier.
+* triage probabilities: softmax of the triage labels' logits divided by ``temperature`` (temperature scaling,
+  fitted on validation predictions). They are reported for every photo, gated or not.
+* verdict: the alert label (a notifiable disease) is answered as soon as its probability reaches
+  ``alert_threshold``, which may be below one half: a missed case costs more than a false alarm. Any other
+  label is answered only when it reaches ``answer_threshold``; otherwise ``inconclusive``.
+
+A model without a ``triage`` section (any Hub classifier) gets the plain policy: all labels, temperature 1, no
+gate, the most probable label always answered.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+NOT_CATTLE = "not_cattle"
+INCONCLUSIVE = "inconclusive"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How logits become a verdict; see the module docstring."""
+
+    labels: tuple[str, ...]
+    triage_labels: tuple[str, ...]
+    gate_label: str | None = None
+    gate_threshold: float = 0.5
+    temperature: float = 1.0
+    alert_label: str | None = None
+    alert_threshold: float = 0.5
+    answer_threshold: float = 0.0
+
+    @classmethod
+    def from_config(cls, config: Any) -> Policy:
+        """The policy of a transformers config (``id2label`` plus the optional ``triage`` section)."""
+        id2label = {int(k): str(v) for k, v in config.id2label.items()}
+        labels = tuple(id2label[i] for i in sorted(id2label))
+        section = getattr(config, "triage", None) or {}
+        return cls.from_dict(labels, section)
+
+    @classmethod
+    def from_dict(cls, labels: Sequence[str], section: Mapping[str, Any]) -> Policy:
+        labels = tuple(labels)
+        gate = section.get("gate_label")
+        triage = tuple(section.get("triage_labels") or [x for x in labels if x != gate])
+        missing = [x for x in (*triage, *([gate] if gate else [])) if x not in labels]
+        if missing:
+            raise ValueError(f"triage config names labels the model does not have: {missing}")
+        return cls(
+            labels=labels,
+            triage_labels=triage,
+            gate_label=gate,
+            gate_threshold=float(section.get("gate_threshold", 0.5)),
+            temperature=float(section.get("temperature", 1.0)),
+            alert_label=section.get("alert_label"),
+            alert_threshold=float(section.get("alert_threshold", 0.5)),
+            answer_threshold=float(section.get("answer_threshold", 0.0)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``triage`` section for ``config.json`` (labels themselves live in ``id2label``)."""
+        out = asdict(self)
+        out.pop("labels")
+        out["triage_labels"] = list(self.triage_labels)
+        return out
+
+    # ---------------------------------------------------------------- arrays
+    def gate_probability(self, logits: np.ndarray) -> np.ndarray:
+        """P(gate label) from the full softmax (zeros without a gate); ``logits`` is (n, labels)."""
+        if self.gate_label is None:
+            return np.zeros(len(logits))
+        return softmax(logits)[:, self.labels.index(self.gate_label)]
+
+    def triage_probabilities(self, logits: np.ndarray, temperature: float | None = None) -> np.ndarray:
+        """Calibrated probabilities over the triage labels, (n, triage labels)."""
+        idx = [self.labels.index(x) for x in self.triage_labels]
+        return softmax(np.asarray(logits, dtype=np.float64)[:, idx] / (temperature or self.temperature))
+
+    def verdicts(self, logits: np.ndarray) -> list[str]:
+        """One verdict per row of logits."""
+        logits = np.asarray(logits, dtype=np.float64)
+        gated = self.gate_probability(logits) >= self.gate_threshold if self.gate_label else np.zeros(len(logits), bool)
+        probs = self.triage_probabilities(logits)
+        return [NOT_CATTLE if g else self.decide(p) for g, p in zip(gated, probs, strict=True)]
+
+    def decide(self, probs: np.ndarray) -> str:
+        """The verdict for one photo's (or one case's) triage probabilities."""
+        if self.alert_label is not None:
+            if probs[self.triage_labels.index(self.alert_label)] >= self.alert_threshold:
+                return self.alert_label
+            others = [i for i, x in enumerate(self.triage_labels) if x != self.alert_label]
+            top = max(others, key=lambda i: probs[i]) if others else None
+        else:
+            top = int(np.argmax(probs))
+        if top is not None and probs[top] >= self.answer_threshold:
+            return self.triage_labels[top]
+        return INCONCLUSIVE
+
+
+@dataclass(frozen=True)
+class PhotoVerdict:
+    """One photo's answer, plain Python (it crosses the ZeroGPU process boundary)."""
+
+    verdict: str
+    probabilities: dict[str, float]
+    """Calibrated triage probabilities, always present (also for ``not_cattle`` and ``inconclusive``)."""
+    gate: float | None = None
+    """P(not cattle), or ``None`` for a model without a gate."""
+
+
+@dataclass(frozen=True)
+class CaseVerdict:
+    """Several photos of one animal: one verdict for the case plus each photo's."""
+
+    verdict: str
+    probabilities: dict[str, float]
+    photos: list[PhotoVerdict] = field(default_factory=list)
+
+
+def photo_verdicts(policy: Policy, logits: np.ndarray) -> list[PhotoVerdict]:
+    """Per-photo verdicts with rounded, plain-float probabilities."""
+    logits = np.asarray(logits, dtype=np.float64)
+    probs = policy.triage_probabilities(logits)
+    gates = policy.gate_probability(logits)
+    out = []
+    for verdict, row, gate in zip(policy.verdicts(logits), probs, gates, strict=True):
+        scores = {label: round(float(p), 6) for label, p in zip(policy.triage_labels, row, strict=True)}
+        out.append(PhotoVerdict(verdict, scores, round(float(gate), 6) if policy.gate_label else None))
+    return out
+
+
+def case_verdict(policy: Policy, photos: Sequence[PhotoVerdict]) -> CaseVerdict:
+    """One verdict for several photos of the same animal.
+
+    Photos judged not to show cattle are left out; if none is left the case is ``not_cattle``. One photo answered
+    with the alert label makes the case that label (one photo showing lesions is enough to call the vet);
+    otherwise the mean of the cattle photos' probabilities is decided like one photo.
+    """
+    cattle = [p for p in photos if p.verdict != NOT_CATTLE]
+    if not cattle:
+        mean = _mean_probs(policy, photos)
+        return CaseVerdict(NOT_CATTLE, mean, list(photos))
+    mean = _mean_probs(policy, cattle)
+    if policy.alert_label is not None and any(p.verdict == policy.alert_label for p in cattle):
+        return CaseVerdict(policy.alert_label, mean, list(photos))
+    verdict = policy.decide(np.array([mean[x] for x in policy.triage_labels]))
+    return CaseVerdict(verdict, mean, list(photos))
+
+
+def _mean_probs(policy: Policy, photos: Sequence[PhotoVerdict]) -> dict[str, float]:
+    if not photos:
+        return {x: 0.0 for x in policy.triage_labels}
+    return {x: round(float(np.mean([p.probabilities[x] for p in photos])), 6) for x in policy.triage_labels}
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.asarray(logits, dtype=np.float64)
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def expected_calibration_error(probs: np.ndarray, labels: np.ndarray, bins: int = 10) -> float:
+    """ECE of the top probability: |accuracy - confidence| per equal-width confidence bin, weighted by count."""
+    probs = np.asarray(probs)
+    conf = probs.max(axis=1)
+    correct = probs.argmax(axis=1) == np.asarray(labels)
+    edges = np.linspace(0, 1, bins + 1)
+    ece = 0.0
+    for lo, hi in itertools.pairwise(edges):
+        inside = (conf > lo) & (conf <= hi)
+        if inside.any():
+            ece += inside.mean() * abs(correct[inside].mean() - conf[inside].mean())
+    return float(ece)
+
+
+def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
+    """The temperature minimising the negative log-likelihood (golden-section search on log T in [0.05, 20])."""
+    logits = np.asarray(logits, dtype=np.float64)
+    labels = np.asarray(labels)
+
+    def nll(log_t: float) -> float:
+        p = softmax(logits / np.exp(log_t))
+        return float(-np.log(np.clip(p[np.arange(len(labels)), labels], 1e-12, None)).mean())
+
+    lo, hi = np.log(0.05), np.log(20.0)
+    g = (np.sqrt(5) - 1) / 2
+    a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+    for _ in range(60):
+        if nll(a) < nll(b):
+            hi, b = b, a
+            a = hi - g * (hi - lo)
+        else:
+            lo, a = a, b
+            b = lo + g * (hi - lo)
+    return float(np.exp((lo + hi) / 2))

@@ -1,0 +1,244 @@
+"""Training, verdicts and the batch CLI on generated photos (no real data, no network), and the committed model.
+
+The generated photos are coloured textures standing in for classes: a few training steps cannot learn them, and
+nothing here checks answers of the tiny runs, only what must hold whatever the weights are.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import replace as _replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image, ImageDraw
+from transformers import AutoImageProcessor, AutoModelForImageClassification
+
+import models
+from models import train, triage
+from models.lite0 import build_lite0, image_processor
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _photo(kind: str, seed: int, size: int = 96) -> Image.Image:
+    rng = np.random.default_rng(seed)
+    if kind == "not_cattle":
+        base = rng.integers(0, 255, 3)
+        arr = np.tile(np.linspace(0, 255, size, dtype=np.uint8)[:, None, None], (1, size, 3)) // 2 + base // 2
+        im = Image.fromarray(arr.astype(np.uint8))
+    else:
+        brown = np.array([120, 80, 50]) + rng.integers(-20, 20, 3)
+        im = Image.fromarray(np.clip(brown + rng.normal(0, 12, (size, size, 3)), 0, 255).astype(np.uint8))
+    draw = ImageDraw.Draw(im)
+    for _ in range(12 if kind == "lumpy_skin" else 3):
+        x, y = (int(v) for v in rng.integers(5, size - 5, 2))
+        r = int(rng.integers(3, 8))
+        draw.ellipse((x - r, y - r, x + r, y + r), fill=tuple(int(c) for c in rng.integers(0, 255, 3)))
+    return im
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """lumpy_skin/ and normal_skin/ (each with a re-encoded, resized copy of its first photo), breed_x/, not_cattle/."""
+    root = tmp_path_factory.mktemp("photos")
+    for k, (kind, n) in enumerate((("lumpy_skin", 8), ("normal_skin", 8), ("breed_x", 3), ("not_cattle", 8))):
+        folder = root / kind
+        folder.mkdir()
+        for i in range(n):
+            _photo(kind, seed=100 * k + i).save(folder / f"{kind}_{i}.png")
+        if kind in ("lumpy_skin", "normal_skin"):
+            first = Image.open(folder / f"{kind}_0.png")
+            first.resize((80, 80)).save(folder / f"{kind}_0_copy.jpg", quality=70)
+    return root
+
+
+@pytest.fixture(scope="module")
+def trained(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("model") / "m"
+    torch.set_num_threads(1)
+    code = train.main(
+        [str(data_dir), "-o", str(out), "--not-cattle", str(data_dir / "not_cattle"), "--classes", "lumpy_skin",
+         "normal_skin", "--no-pretrained", "--views", "2", "--folds", "2", "--holdout", "0.25", "--max-steps", "2",
+         "--threads", "1"]
+    )  # fmt: skip
+    assert code == 0
+    return out
+
+
+def test_trained_folder_loads_with_the_generic_transformers_loader(trained: Path) -> None:
+    model = AutoModelForImageClassification.from_pretrained(trained)
+    processor = AutoImageProcessor.from_pretrained(trained)
+    assert model.config.id2label == {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
+    assert model.config.triage["gate_label"] == "not_cattle"
+    assert (trained / "model.safetensors").is_file()
+    pixels = processor(images=[_photo("lumpy_skin", 99)], return_tensors="pt")["pixel_values"]
+    assert pixels.shape == (1, 3, 224, 224)
+    with torch.inference_mode():
+        assert model(pixel_values=pixels).logits.shape == (1, 3)
+
+
+def test_metrics_written_next_to_the_model(trained: Path) -> None:
+    metrics = json.loads((trained / "metrics.json").read_text())
+    assert metrics["photos"] == {"lumpy_skin": 9, "normal_skin": 9, "not_cattle": 8, "cattle_only": 3}
+    assert metrics["split"]["holdout_photos"] > 0
+    for part in ("cross_validation", "holdout"):
+        assert 0.0 <= metrics[part]["balanced_accuracy"] <= 1.0
+        assert {"ece_before", "ece_after", "coverage", "cattle_rejected", "not_cattle_rejected"} <= set(metrics[part])
+
+
+def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path) -> None:
+    data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], data_dir / "not_cattle")
+    images = [Image.open(p).convert("RGB") for p in data.paths]
+    groups = train.phash_groups(images)
+    names = [p.name for p in data.paths]
+    for kind in ("lumpy_skin", "normal_skin"):
+        assert groups[names.index(f"{kind}_0.png")] == groups[names.index(f"{kind}_0_copy.jpg")]
+    assert len(np.unique(groups)) >= len(names) - 4, "different photos must not be lumped together"
+    held = train.holdout_mask(groups, data.targets, 0.25)
+    folds = train.grouped_folds(groups, data.targets, 3)
+    for g in np.unique(groups):
+        members = groups == g
+        assert len(set(held[members])) == 1
+        assert len(set(folds[members])) == 1
+    assert 0 < held.sum() < len(held)
+    assert set(folds) == {0, 1, 2}
+
+
+def test_predict_json_prints_one_object_per_photo(trained: Path, data_dir: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.jpg"
+    broken.write_text("not a jpeg")
+    proc = subprocess.run(
+        [sys.executable, "-m", "models.predict", str(data_dir / "lumpy_skin"), str(broken), "--model", str(trained),
+         "--json", "--threads", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stderr  # the broken file
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert len(rows) == 10
+    good = [r for r in rows if "error" not in r]
+    assert len(good) == 9 and rows[-1]["file"] == str(broken) and "error" in rows[-1]
+    for row in good:
+        assert row["verdict"] in {"lumpy_skin", "normal_skin", "not_cattle", "inconclusive"}
+        assert set(row["probabilities"]) == {"lumpy_skin", "normal_skin"}
+        assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+        assert 0.0 <= row["gate"] <= 1.0
+
+
+# ---------------------------------------------------------------- the verdict policy
+POLICY = triage.Policy.from_dict(
+    ["lumpy_skin", "normal_skin", "not_cattle"],
+    {"gate_label": "not_cattle", "gate_threshold": 0.5, "alert_label": "lumpy_skin", "alert_threshold": 0.3,
+     "answer_threshold": 0.9, "temperature": 2.0},
+)  # fmt: skip
+
+
+def _logits(lumpy: float, normal: float, gate: float) -> np.ndarray:
+    return np.log(np.array([[lumpy, normal, gate]]))
+
+
+def test_policy_verdicts() -> None:
+    assert POLICY.verdicts(_logits(0.1, 0.1, 0.8)) == ["not_cattle"]
+    # temperature 2: p ∝ sqrt -> lumpy 0.35/0.65 calibrated = sqrt(.35)/(sqrt(.35)+sqrt(.65)) = 0.42 >= 0.3
+    assert POLICY.verdicts(_logits(0.35, 0.65, 0.0001)) == ["lumpy_skin"]
+    assert POLICY.verdicts(_logits(0.05, 0.95, 0.0001)) == ["inconclusive"]  # normal 0.81 < 0.9
+    assert POLICY.verdicts(_logits(0.001, 0.999, 0.0001)) == ["normal_skin"]  # normal 0.97
+    (photo,) = triage.photo_verdicts(POLICY, _logits(0.1, 0.1, 0.8))
+    assert photo.verdict == "not_cattle" and sum(photo.probabilities.values()) == pytest.approx(1.0)
+    assert photo.gate == pytest.approx(0.8)
+
+
+def test_case_verdict() -> None:
+    dog, spots, clear = (
+        triage.photo_verdicts(POLICY, _logits(*p))[0] for p in ((0.1, 0.1, 0.8), (0.6, 0.4, 0.0), (0.01, 0.99, 0.0))
+    )
+    assert triage.case_verdict(POLICY, [dog, dog]).verdict == "not_cattle"
+    assert triage.case_verdict(POLICY, [clear, spots, dog]).verdict == "lumpy_skin"  # one lesion photo is enough
+    case = triage.case_verdict(POLICY, [clear, dog])
+    assert case.verdict == "normal_skin" and case.probabilities == clear.probabilities  # the dog is left out
+
+
+def test_plain_classifier_policy_answers_its_top_label() -> None:
+    plain = triage.Policy.from_dict(["a", "b", "c"], {})
+    assert plain.gate_label is None
+    assert plain.verdicts(np.log([[0.2, 0.5, 0.3]])) == ["b"]
+
+
+def test_temperature_fit_and_ece() -> None:
+    rng = np.random.default_rng(0)
+    true_logits = rng.normal(0, 2, (4000, 2))
+    labels = np.array([rng.choice(2, p=p) for p in triage.softmax(true_logits)])
+    assert triage.fit_temperature(true_logits * 3, labels) == pytest.approx(3.0, rel=0.15)
+    calibrated = triage.expected_calibration_error(triage.softmax(true_logits), labels)
+    overconfident = triage.expected_calibration_error(triage.softmax(true_logits * 3), labels)
+    assert calibrated < 0.03 < overconfident
+
+
+def test_operating_point_keeps_missed_alerts_rare() -> None:
+    rng = np.random.default_rng(1)
+    y = np.array([0] * 200 + [1] * 100)
+    logits = np.zeros((300, 2))
+    logits[np.arange(300), y] = 2.0
+    logits += rng.normal(0, 1.5, logits.shape)  # ~15 % of photos on the wrong side of 0.5
+    plain = triage.Policy.from_dict(["lumpy_skin", "normal_skin"], {"alert_label": "lumpy_skin"})
+    policy = train.choose_operating_point(plain, logits, y)
+    result = train.evaluate(policy, logits, y)
+    assert policy.alert_threshold < 0.5 < policy.answer_threshold
+    assert result["alert_missed"] <= 0.02 + 1e-9
+    assert result["coverage"] >= 0.85
+    assert train.evaluate(_replace(plain, answer_threshold=0.5), logits, y)["alert_missed"] > 0.05
+
+
+# ---------------------------------------------------------------- backbone and the committed model
+def test_imagenet_weights_map_onto_lite0_and_squeeze_excite_is_identity() -> None:
+    from models.lite0 import imagenet_weights_path
+
+    source = torch.load(imagenet_weights_path(), map_location="cpu", weights_only=True)
+    model = build_lite0({0: "a", 1: "b"}).eval()
+    assert torch.equal(model.efficientnet.embeddings.convolution.weight, source["_conv_stem.weight"])
+    assert torch.equal(model.efficientnet.encoder.top_conv.weight, source["_conv_head.weight"])
+    block = model.efficientnet.encoder.blocks[5]
+    x = torch.randn(1, block.expansion.expand_conv.in_channels, 28, 28)
+    with torch.inference_mode():
+        expanded = block.depthwise_conv(block.expansion(x))
+        assert torch.equal(block.squeeze_excite(expanded), expanded)
+
+
+def test_committed_default_model_loads_and_gives_triage_probabilities() -> None:
+    folder = Path(models.DEFAULT_MODEL_ID)
+    assert (folder / "model.safetensors").stat().st_size <= 20 * 1024 * 1024
+    assert {"config.json", "preprocessor_config.json", "metrics.json", "README.md"} <= {
+        p.name for p in folder.iterdir()
+    }
+    case = models.PerRequestClassifier(model_id=str(folder)).assess([_photo("lumpy_skin", 1), _photo("breed", 2)])
+    assert len(case.photos) == 2
+    for photo in case.photos:
+        assert set(photo.probabilities) == {"lumpy_skin", "normal_skin"}
+        assert sum(photo.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
+        assert photo.verdict in {"lumpy_skin", "normal_skin", "not_cattle", "inconclusive"}
+        assert 0.0 <= photo.gate <= 1.0
+    policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(folder).config)
+    assert policy.gate_label == "not_cattle" and policy.alert_label == "lumpy_skin"
+    assert image_processor().to_dict()["image_mean"] == AutoImageProcessor.from_pretrained(folder).image_mean
+
+
+def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path) -> None:
+    config = json.loads((trained / "preprocessor_config.json").read_text())
+    assert config["image_processor_type"] == "EfficientNetImageProcessorPil"
+    assert type(AutoImageProcessor.from_pretrained(trained)).__name__ == "EfficientNetImageProcessorPil"
+
+
+def test_cattle_as_gives_breed_photos_a_triage_class(data_dir: Path) -> None:
+    kinds = ["lumpy_skin", "normal_skin"]
+    plain = train.scan(data_dir, kinds, data_dir / "not_cattle")
+    labelled = train.scan(data_dir, kinds, data_dir / "not_cattle", cattle_as="normal_skin")
+    breed = np.array(["breed_x" in str(p) for p in plain.paths])
+    assert breed.sum() == 3 and plain.paths == labelled.paths
+    assert (plain.targets[breed] == train.CATTLE_ONLY).all()
+    assert (labelled.targets[breed] == plain.labels.index("normal_skin")).all()
+    with pytest.raises(SystemExit, match="not one of the classes"):
+        train.scan(data_dir, kinds, data_dir / "not_cattle", cattle_as="healthy")

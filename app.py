@@ -82,8 +82,12 @@ NOTIFIABLE = {
 
 
 @spaces.GPU(duration=GPU_DURATION)
-def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[dict[str, float], str]:
-    """Classify one photo (plus optional extras); returns the first photo's scores and a per-photo table.
+def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[str, dict[str, float], str]:
+    """Classify one photo (plus optional extras); returns the (case) verdict, the first photo's calibrated
+    probabilities and the details (advice, per-photo table).
+
+    The verdict is its own output: with a notifiable-first operating point it is not always the most probable
+    class (lumpy skin is answered from 32.5 %), so a probability chart's headline would contradict it.
 
     Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are
     raised as ``gr.Error`` here because only that keeps its message across the ZeroGPU process boundary.
@@ -122,7 +126,7 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[d
         f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')}); probabilities are calibrated.",
         f"| photo | verdict | {' | '.join(labels)} |\n|---|---|{'---|' * len(labels)}\n{rows}",
     ]
-    return scores, "\n\n".join(lines)
+    return say(case.verdict), scores, "\n\n".join(lines)
 
 
 def pdf_to_dataset(
@@ -251,7 +255,7 @@ with gr.Blocks(
         with gr.Row():
             with gr.Column():
                 photo = gr.File(
-                    label="Cattle photo (on a phone: take one or pick one from the gallery)",
+                    label="Cattle photo (camera or gallery)",
                     file_types=["image"],
                     type="filepath",
                     height=140,
@@ -273,7 +277,13 @@ with gr.Blocks(
                     )
                 classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
             with gr.Column():
-                scores = gr.Label(label="Top classes (first photo)", num_top_classes=5, elem_id="scores")
+                verdict = gr.Label(label="Verdict", elem_id="verdict")
+                scores = gr.Label(
+                    label="Probabilities (first photo, calibrated)",
+                    num_top_classes=5,
+                    show_heading=False,
+                    elem_id="scores",
+                )
                 details = gr.Markdown(f"Model: `{CLASSIFIER.model_id}`", elem_id="details")
     with gr.Tab("PDF → dataset"):
         gr.Markdown(
@@ -361,7 +371,11 @@ with gr.Blocks(
 
     # ------------------------------------------------------------ wiring
     classify_btn.click(
-        classify, inputs=[photo, more_photos], outputs=[scores, details], api_name="classify", concurrency_limit=2
+        classify,
+        inputs=[photo, more_photos],
+        outputs=[verdict, scores, details],
+        api_name="classify",
+        concurrency_limit=2,
     )
     photo.change(
         lambda path: gr.Image(value=path, visible=bool(path)),

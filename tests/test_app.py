@@ -44,8 +44,8 @@ def _error(client: Client, *args: object, api_name: str) -> str:
 
 
 def _still_serving(client: Client, files: dict[str, Path]) -> None:
-    label, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
-    assert label["label"] in LABELS.values()
+    verdict, _, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
+    assert verdict["label"] in LABELS.values()
 
 
 def test_api_names_and_defaults(client: Client) -> None:
@@ -74,14 +74,13 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
     import models
 
     loads, offloads = models.STATS.loads, models.STATS.offloads
-    label, details = client.predict(handle_file(files["photo"]), api_name="/classify")
+    verdict, label, details = client.predict(handle_file(files["photo"]), api_name="/classify")
 
-    assert label["label"] in LABELS.values()
     confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
     assert set(confidences) == set(LABELS.values())
-    assert max(confidences, key=confidences.get) == label["label"]
-    assert str(app.CLASSIFIER.model_id) in details
-    assert details.startswith(f"### Verdict: {label['label']}")  # a plain classifier's verdict is its top label
+    assert max(confidences, key=confidences.get) == label["label"] == verdict["label"]  # a plain classifier's
+    assert str(app.CLASSIFIER.model_id) in details  # verdict is its top label: no gate, no thresholds
+    assert details.startswith(f"### Verdict: {verdict['label']}")
     assert models.STATS.loads == loads + 1
     assert models.STATS.offloads == offloads + 1
     gc.collect()
@@ -94,7 +93,7 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
 
 
 def test_classify_several_photos(client: Client, files: dict[str, Path]) -> None:
-    _, details = client.predict(
+    _, _, details = client.predict(
         handle_file(files["photo"]), [handle_file(files["photo2"]), handle_file(files["photo"])], api_name="/classify"
     )
     rows = [line for line in details.splitlines() if line.startswith("| cow")]
@@ -128,8 +127,8 @@ def test_resident_policy_loads_once(
 
     monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(app_model)))
     loads = models.STATS.loads
-    first, details = client.predict(handle_file(files["photo"]), api_name="/classify")
-    second, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
+    *first, details = client.predict(handle_file(files["photo"]), api_name="/classify")
+    *second, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert first == second
     assert "(resident)" in details
     assert models.STATS.loads == loads

@@ -146,12 +146,12 @@ def test_classify_a_photo(
     page.screenshot(path=screenshots / f"cattle-{name}-2-photo.png", full_page=True)
     page.locator("#classify-btn").click()
 
-    verdict = page.locator("#scores")
+    verdict = page.locator("#verdict")
     expect(verdict).to_contain_text(_matches("|".join(LABELS.values())), timeout=60_000)
     expect(page.locator("#details table")).to_contain_text("cow.jpg")
     page.screenshot(path=screenshots / f"cattle-{name}-3-verdict.png", full_page=True)
     _no_sideways_scroll(page)
-    for selector in ("#classify-btn", "#scores", "#details", "#photo-preview"):
+    for selector in ("#classify-btn", "#verdict", "#scores", "#details", "#photo-preview"):
         _within_screen_width(page, selector)
     page.context.close()
 
@@ -270,4 +270,28 @@ def test_cancel_stops_the_run(browser: Browser, app: ModuleType, pdfs: dict[str,
     _wait_for_upload(page, "pdfs", "columns.pdf")
     summary_text = _build(page)
     assert summary_text.startswith("1 page seen, 0 kept"), "the next run starts at once and runs alone"
+    page.context.close()
+
+
+def test_the_built_in_model_on_a_phone(
+    browser: Browser, app: ModuleType, files: dict[str, Path], screenshots: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the committed triage model (what a fresh clone serves), the verdict, its advice and the per-photo
+    table are readable on a phone without scrolling sideways."""
+    import models
+
+    monkeypatch.setattr(
+        app, "CLASSIFIER", models.make_classifier(policy="per_request", model_id=models.DEFAULT_MODEL_ID)
+    )
+    page = _open(browser, app, PHONE)
+    _file_input(page, "photo").set_input_files(files["photo"])
+    expect(page.locator("#photo-preview img")).to_be_visible(timeout=30_000)
+    page.locator("#classify-btn").click()
+    verdict = page.locator("#details h3").filter(has_text="Verdict:")
+    expect(verdict).to_be_visible(timeout=60_000)
+    page.screenshot(path=screenshots / "cattle-phone-4-built-in-model.png", full_page=True)
+    _no_sideways_scroll(page)
+    expect(page.locator("#verdict")).to_contain_text(verdict.inner_text().removeprefix("Verdict: "))
+    for selector in ("#verdict", "#details h3", "#details table", "#scores"):
+        _within_screen_width(page, selector)
     page.context.close()

@@ -25,12 +25,11 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models import train
-from models.classifier import DEFAULT_MODEL_ID, loaded_model
+from models.classifier import DEFAULT_MODEL_ID, loaded_model, read_photo
 from models.triage import Policy
 
 
@@ -47,7 +46,7 @@ def check_backbone(folder: Path) -> None:
 
     top1 = top5 = 0
     for start in range(0, len(files), 32):
-        images = [Image.open(f).convert("RGB") for f in files[start : start + 32]]
+        images = [read_photo(f) for f in files[start : start + 32]]
         with torch.inference_mode():
             logits = model(pixel_values=processor(images=images, return_tensors="pt")["pixel_values"]).logits
         for j, row in enumerate(logits):
@@ -103,7 +102,7 @@ def main() -> int:
     data = train.scan(args.data_dir, classes, gate_dir, cattle_as=metrics.get("cattle_as"))
     split = metrics["split"]
     if args.split == "holdout":
-        thumbs = [Image.open(p).convert("RGB") for p in data.paths]
+        thumbs = [read_photo(p) for p in data.paths]
         distance = int(split["method"].split("≤ ")[1].split()[0])
         groups = train.phash_groups(thumbs, distance)
         keep = train.holdout_mask(groups, data.targets, split["holdout_fraction"], seed=split["seed"])
@@ -118,8 +117,7 @@ def main() -> int:
         policy: Policy = m.triage_policy
         for path in paths:
             start = time.perf_counter()
-            with Image.open(path) as im:
-                logits.append(m.logits([im.convert("RGB")])[0])
+            logits.append(m.logits([read_photo(path)])[0])
             times.append((time.perf_counter() - start) * 1000)
     result = train.evaluate(policy, np.array(logits), targets)
     print(f"model {args.model}: {len(paths)} photos ({args.split}), policy {json.dumps(policy.to_dict())}")

@@ -20,6 +20,7 @@ from models.classifier import (
     open_images,
     policy_from_env,
     prefetch,
+    read_photo,
 )
 from models.triage import INCONCLUSIVE, NOT_CATTLE, CaseVerdict, PhotoVerdict
 
@@ -47,4 +48,5 @@ __all__ = [
     "open_images",
     "policy_from_env",
     "prefetch",
+    "read_photo",
 ]

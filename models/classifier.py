@@ -32,7 +32,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from models.triage import CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
 from models.triage import Policy as TriagePolicy
@@ -99,28 +99,37 @@ def policy_from_env() -> Policy:
 
 
 def open_images(paths: Sequence[str | os.PathLike[str] | None]) -> list[Image.Image]:
-    """Open uploaded files as RGB images, with a user-facing message for each way this can fail."""
+    """Open uploaded files as upright RGB images, with a user-facing message for each way this can fail."""
     real = [Path(p) for p in paths if p]
     if not real:
         raise ImageInputError("No image: upload a photo of the animal (JPEG, PNG or WebP) and press Classify.")
     if len(real) > MAX_IMAGES:
         raise ImageInputError(f"Too many photos ({len(real)}): send at most {MAX_IMAGES} per request.")
-    images = []
-    for path in real:
-        try:
-            with Image.open(path) as im:
-                if im.width * im.height > MAX_PIXELS:
-                    raise ImageInputError(
-                        f"{path.name} is {im.width}x{im.height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
-                    )
-                images.append(im.convert("RGB"))
-        except ImageInputError:
-            raise
-        except (UnidentifiedImageError, OSError, ValueError, Image.DecompressionBombError) as exc:
-            raise ImageInputError(
-                f"{path.name} is not an image that can be read (expected a JPEG, PNG or WebP photo)."
-            ) from exc
-    return images
+    return [read_photo(path) for path in real]
+
+
+def read_photo(path: str | os.PathLike[str]) -> Image.Image:
+    """One photo as upright RGB, the same way for the Space, ``models.predict`` and training.
+
+    Phones store many photos sideways with an EXIF orientation saying how to turn them: the model must see the
+    animal as a person would. Raises :class:`ImageInputError` saying whether the file is too large, not an
+    image at all, or an image that is damaged (a truncated upload)."""
+    name = Path(path).name
+    try:
+        with Image.open(path) as im:
+            if im.width * im.height > MAX_PIXELS:
+                raise ImageInputError(
+                    f"{name} is {im.width}x{im.height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
+                )
+            return ImageOps.exif_transpose(im).convert("RGB")
+    except Image.DecompressionBombError:
+        raise ImageInputError(f"{name} is too large to open; resize it below {MAX_PIXELS // 1_000_000} MP.") from None
+    except UnidentifiedImageError:
+        raise ImageInputError(
+            f"{name} is not an image that can be read (expected a JPEG, PNG or WebP photo)."
+        ) from None
+    except (OSError, ValueError, SyntaxError) as exc:  # truncated data, bad chunks, broken headers
+        raise ImageInputError(f"{name} is a damaged image ({exc}); send the photo again.") from None
 
 
 def _load(model_id: str) -> tuple[torch.nn.Module, Any]:

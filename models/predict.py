@@ -21,9 +21,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import torch
-from PIL import Image, UnidentifiedImageError
 
-from models.classifier import loaded_model, model_id_from_env
+from models.classifier import ImageInputError, loaded_model, model_id_from_env, read_photo
 from models.train import IMAGE_EXTENSIONS, list_images
 from models.triage import case_verdict
 
@@ -59,12 +58,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             images = []
             for path in files[start : start + args.batch_size]:
                 try:
-                    with Image.open(path) as im:
-                        images.append(im.convert("RGB"))
+                    images.append(read_photo(path))
                     rows.append({"file": str(path)})
-                except (OSError, UnidentifiedImageError, Image.DecompressionBombError) as exc:
+                except ImageInputError as exc:
                     failed += 1
-                    rows.append({"file": str(path), "error": f"not a readable image ({type(exc).__name__})"})
+                    rows.append({"file": str(path), "error": str(exc)})
             found = iter(m.photo_verdicts(images) if images else [])
             for row in rows:
                 if "error" not in row:

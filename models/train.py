@@ -37,6 +37,7 @@ from PIL import Image, ImageEnhance, ImageOps
 from tqdm import tqdm
 
 from models import triage
+from models.classifier import read_photo
 from models.lite0 import build_lite0, image_processor
 
 IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
@@ -218,8 +219,7 @@ def cache_features(
         for start in range(0, len(paths), batch):
             images = []
             for path in paths[start : start + batch]:
-                with Image.open(path) as im:
-                    im = im.convert("RGB")
+                im = read_photo(path)
                 thumbs.append(im.copy())
                 images += [im, *(augment(im, rng) for _ in range(views - 1))]
             pixels = processor(images=images, return_tensors="pt")["pixel_values"]

@@ -157,3 +157,31 @@ def test_prefetch_skips_local_folders_and_survives_bad_ids(
     with caplog.at_level("WARNING", logger="models.classifier"):
         assert models.prefetch(str(tmp_path / "missing" / "model")) is None  # not a valid Hub id either
     assert "could not prefetch" in caplog.text
+
+
+def test_photos_are_turned_upright_by_their_exif_orientation(tmp_path: Path) -> None:
+    """A phone stores a portrait photo sideways with orientation 6 (turn 90° clockwise): the model must see it
+    as people do, standing."""
+    sideways = Image.new("RGB", (60, 40))
+    sideways.paste((255, 0, 0), (0, 0, 30, 40))  # red on the left half of the stored pixels
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    sideways.save(tmp_path / "phone.jpg", exif=exif)
+    (upright,) = models.open_images([tmp_path / "phone.jpg"])
+    assert upright.size == (40, 60)
+    assert upright.getpixel((20, 5))[0] > 200 and upright.getpixel((20, 55))[0] < 60, "stored left is now the top"
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [(b"not an image at all", "is not an image"), (None, "is a damaged image")],
+)
+def test_unreadable_photos_say_what_is_wrong(tmp_path: Path, content: bytes | None, message: str) -> None:
+    path = tmp_path / "upload.jpg"
+    if content is None:  # a JPEG cut in half: an interrupted upload
+        Image.effect_noise((200, 200), 50).convert("RGB").save(path, quality=90)
+        path.write_bytes(path.read_bytes()[:1500])
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ImageInputError, match=message):
+        models.open_images([path])

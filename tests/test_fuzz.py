@@ -1,4 +1,5 @@
-"""Seeded fuzzing: mutated copies of generated PDFs through the whole pipeline. Every file must end in manifest
+"""Seeded fuzzing: mutated copies of generated PDFs through the whole pipeline, and of photos through the
+classifier's input path. Every PDF must end in manifest
 rows (a verdict or a recorded error per page, or one error row for the file), never a crash or a hang."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
+from PIL import Image
 
 from pipeline import Options, run
 from pipeline.writer import read_manifest
@@ -66,3 +68,37 @@ def test_mutated_pdfs_always_end_in_manifest_rows(tmp_path: Path, seed: int) -> 
     written = [name for row in rows for name in row["outputs"].split(";") if name]
     assert sorted(written) == sorted(n for n in names if n.endswith(".jpg"))
     assert summary.pages + sum(1 for row in rows if not row["page"]) == len(rows)
+
+
+@pytest.mark.parametrize("kind", ["JPEG", "PNG", "WEBP"])
+def test_mutated_photos_give_an_image_or_a_clear_error(tmp_path: Path, kind: str) -> None:
+    """The classifier's input path: each mutant is read as an upright RGB image or refused with a message
+    for people (``ImageInputError``), never another exception."""
+    import models
+
+    rng = np.random.default_rng(7)
+    original = tmp_path / f"cow.{kind.lower()}"
+    Image.fromarray(rng.integers(0, 255, (90, 120, 3), dtype=np.uint8)).save(original, format=kind)
+    data = np.frombuffer(original.read_bytes(), dtype=np.uint8)
+    outcomes = {"image": 0, "refused": 0}
+    for number in range(60):
+        mutant = data.copy()
+        if number % 3 == 0:
+            where = rng.integers(0, len(mutant), size=int(rng.integers(1, 16)))
+            mutant[where] ^= rng.integers(1, 256, size=len(where), dtype=np.uint8)
+        elif number % 3 == 1:
+            mutant = mutant[: int(rng.integers(1, len(mutant)))]
+        else:
+            start = int(rng.integers(0, len(mutant)))
+            mutant[start : start + int(rng.integers(4, 256))] = 0
+        path = tmp_path / f"mutant{number}.{kind.lower()}"
+        path.write_bytes(mutant.tobytes())
+        try:
+            (image,) = models.open_images([path])
+        except models.ImageInputError as exc:
+            assert path.name in str(exc)
+            outcomes["refused"] += 1
+        else:
+            assert image.mode == "RGB" and image.size[0] > 0
+            outcomes["image"] += 1
+    assert outcomes["refused"] > 0, outcomes  # the mutations do break files

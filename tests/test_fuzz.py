@@ -1,6 +1,6 @@
 """Seeded fuzzing: mutated copies of generated PDFs through the whole pipeline, and of photos through the
-classifier's input path. Every PDF must end in manifest
-rows (a verdict or a recorded error per page, or one error row for the file), never a crash or a hang."""
+classifier's input path. Every PDF must end in manifest rows (a verdict or a recorded error per page, or one
+error row for the file) and every photo in an image or a clear error: never a crash or a hang."""
 
 from __future__ import annotations
 

@@ -87,22 +87,26 @@ def metadata_line(
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def dataset_config_toml(image_dir: str = ".", resolution: int = 1024, num_repeats: int = 1) -> str:
+def dataset_config_toml(image_dir: str, resolution: int = 1024, num_repeats: int = 1, extract: str = "") -> str:
     """A kohya sd-scripts ``--dataset_config`` for the written images: buckets on, never upscaled.
 
-    Keys follow sd-scripts' ``docs/config_README``: bucketing options and ``resolution`` are dataset
-    options (here in ``[general]``), ``caption_extension`` and ``num_repeats`` subset options. Buckets step
-    by 64 like the fitted images, so images fitted in ``bucket`` mode pass through kohya's bucketing unchanged.
+    ``image_dir`` must be absolute: kohya resolves a relative one from the directory training starts in (its
+    docs start it in the sd-scripts folder), finds no image there and ``sdxl_train_network.py`` exits 0 without
+    training. ``extract`` (for a zip) is the command that puts the images where ``image_dir`` says.
+
+    Keys follow sd-scripts' ``docs/config_README``: bucketing options and ``resolution`` are dataset options
+    (here in ``[general]``), ``caption_extension`` and ``num_repeats`` subset options. Buckets step by 64 like
+    the fitted images, so images fitted in ``bucket`` mode pass through kohya's bucketing unchanged. No
+    ``min_bucket_reso``/``max_bucket_reso``: kohya ignores them with ``bucket_no_upscale`` and warns.
     """
+    how = f"# First extract the images there: {extract}\n" if extract else ""
     return (
-        "# kohya sd-scripts: train_network.py --dataset_config dataset_config.toml\n"
-        "# image_dir is resolved from the directory training is started in: point it at the extracted images.\n"
-        "[general]\n"
+        "# kohya sd-scripts: sdxl_train_network.py --dataset_config dataset_config.toml (from any folder)\n"
+        + how
+        + "[general]\n"
         "enable_bucket = true\n"
         "bucket_no_upscale = true\n"
         "bucket_reso_steps = 64\n"
-        "min_bucket_reso = 256\n"
-        "max_bucket_reso = 2048\n"
         f"resolution = {int(resolution)}\n"
         f"caption_extension = {json.dumps(CAPTION_EXTENSION)}\n"
         "\n"

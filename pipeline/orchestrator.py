@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import shlex
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -264,8 +265,20 @@ def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str
     )
     files = {REPORT: [report]}
     if options.kohya_config:
-        files[DATASET_CONFIG] = [dataset_config_toml(resolution=options.size)]
+        files[DATASET_CONFIG] = [_kohya_config(writer.path, options.size)]
     return files
+
+
+def _kohya_config(output: Path, resolution: int) -> str:
+    """The kohya config of ``output``: its own absolute folder; for a zip, the folder named after it beside it
+    (``/data/out.zip`` → ``/data/out``), with the command that extracts it there."""
+    output = output.resolve()
+    if output.suffix.lower() != ".zip":
+        return dataset_config_toml(str(output), resolution)
+    folder = output.with_suffix("")
+    return dataset_config_toml(
+        str(folder), resolution, extract=f"unzip {shlex.quote(str(output))} -d {shlex.quote(str(folder))}"
+    )
 
 
 def _split(cell: str) -> list[str]:

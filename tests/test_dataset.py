@@ -8,6 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import tomllib
 from factories import large_engraving, pdf_from_images, text_page
 from PIL import Image
 
@@ -105,5 +106,19 @@ def test_the_dataset_loads_with_hugging_face_imagefolder(tmp_path: Path, scans: 
     assert (1536, 640) in sizes and (896, 1152) in sizes
     config = (tmp_path / "dataset" / "dataset_config.toml").read_text()
     assert "bucket_no_upscale = true" in config and "enable_bucket = true" in config
+    image_dir = Path(tomllib.loads(config)["datasets"][0]["subsets"][0]["image_dir"])
+    assert image_dir.is_absolute() and image_dir == (tmp_path / "dataset").resolve(), "kohya finds it from anywhere"
+    assert len(list(image_dir.glob("*.jpg"))) == 4
     lines = (tmp_path / "dataset" / "metadata.jsonl").read_text().splitlines()
     assert {json.loads(line)["file_name"] for line in lines} == {f"vestnik 1890_p000{p}.jpg" for p in (1, 2, 3, 4)}
+
+
+def test_the_kohya_config_of_a_zip_names_where_to_extract_it(tmp_path: Path, scans: Path) -> None:
+    run([scans], tmp_path / "out.zip", Options(filter="sigma", kohya_config=True))
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        config = archive.read("dataset_config.toml").decode()
+        image_dir = Path(tomllib.loads(config)["datasets"][0]["subsets"][0]["image_dir"])
+        assert image_dir == (tmp_path / "out").resolve()
+        assert f"unzip {tmp_path / 'out.zip'} -d {image_dir}" in config
+        archive.extractall(image_dir)  # what the command in the config does
+    assert len(list(image_dir.glob("*.jpg"))) == 4 and len(list(image_dir.glob("*.txt"))) == 4

@@ -7,7 +7,12 @@ A LoRA learns its trigger word from the captions, so every image gets one, built
 * ``{source}``: the PDF's stem (file name without ``.pdf``);
 * ``{page}``: the 1-based page number (format specs work: ``{page:04d}``);
 * ``{region}``: the 1-based region number when the judge's regions are written, empty for whole pages;
-* ``{trigger}``: the trigger word (``--trigger``), empty when none is given.
+* ``{trigger}``: the trigger word (``--trigger``), empty when none is given;
+* ``{words}``: the words printed in and around the picture, from the page's text layer (OCR or born-digital
+  text), cleaned (``pipeline.words``); empty on a page without a text layer.
+
+The default, ``{trigger}, {words}``, keeps file names and page numbers out of captions (a LoRA would learn
+them as concepts); they stay in ``metadata.jsonl`` and the manifest.
 
 Captions are comma-separated tags as kohya shuffles and drops them, so empty pieces left by an empty
 placeholder (``", , page 3"``) are removed and runs of white space collapsed to one space.
@@ -23,8 +28,8 @@ from pathlib import PurePosixPath
 
 from pipeline.names import safe_text
 
-PLACEHOLDERS = ("source", "page", "region", "trigger")
-DEFAULT_TEMPLATE = "{trigger}, {source} page {page}"
+PLACEHOLDERS = ("source", "page", "region", "trigger", "words")
+DEFAULT_TEMPLATE = "{trigger}, {words}"
 METADATA = "metadata.jsonl"
 DATASET_CONFIG = "dataset_config.toml"
 CAPTION_EXTENSION = ".txt"
@@ -43,14 +48,16 @@ class CaptionTemplate:
             known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)
             raise ValueError(f"unknown placeholder {{{unknown[0]}}} in caption template {template!r}; use {known}")
         self.template = template
+        self.fields = frozenset(fields)
         self.trigger = trigger.strip()
         self.caption("source", 1, 1)  # format specs that cannot apply (e.g. {source:d}) fail now, not mid-run
 
-    def caption(self, source: str, page: int, region: int | None = None) -> str:
-        """The caption of page ``page`` of PDF stem ``source`` (region ``region``, ``None`` for the whole page)."""
+    def caption(self, source: str, page: int, region: int | None = None, words: str = "") -> str:
+        """The caption of page ``page`` of PDF stem ``source`` (region ``region``, ``None`` for the whole page),
+        ``words`` being those printed around the picture."""
         try:
             text = self.template.format(
-                source=source, page=page, region="" if region is None else region, trigger=self.trigger
+                source=source, page=page, region="" if region is None else region, trigger=self.trigger, words=words
             )
         except (ValueError, TypeError) as exc:
             raise ValueError(f"bad caption template {self.template!r}: {exc}") from None

@@ -51,6 +51,8 @@ class PageImage:
     undersized: bool
     box: tuple[float, float, float, float] | None
     region: int | None
+    words: str = ""
+    """The words printed in and around the picture (its caption's ``{words}``)."""
 
 
 @dataclass

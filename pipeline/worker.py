@@ -25,6 +25,7 @@ from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
 from pipeline.scan import Scan, decoder_warnings, find_scan
 from pipeline.source import PdfError, open_pdf
+from pipeline.words import words_near
 
 # MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
 # they would tear through the progress bar and be lost).
@@ -139,7 +140,10 @@ def _outputs(
         picture = fitted.image.convert("RGB")
         data = encode_jpeg(picture, options.quality)
         region = number if box is not None else None
-        images.append(PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region))
+        words = words_near(page, (box,) if box is not None else record.boxes) if _wants_words(options) else ""
+        images.append(
+            PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region, words)
+        )
     return images
 
 
@@ -176,6 +180,12 @@ def _shrunk(view: np.ndarray, side: int) -> np.ndarray:
 @cache
 def _judge(name: str, threshold: float | None) -> Judge:
     return make_judge(name, threshold)
+
+
+@cache
+def _wants_words(options: Options) -> bool:
+    """Whether captions use the page's words: only then is its text layer read."""
+    return "words" in options.captions().fields
 
 
 @cache

@@ -27,8 +27,17 @@ def test_template_fills_every_placeholder() -> None:
     assert with_trigger.caption("issue", 7) == "vstnk, issue, p0007"
 
 
+def test_the_default_caption_is_the_trigger_and_the_pictures_words_never_the_file_name() -> None:
+    default = CaptionTemplate(DEFAULT_TEMPLATE, trigger="vestnik mody")
+    assert default.caption("pdf_batch__sn93059126__1856050301", 4, None, "the united states capitol") == (
+        "vestnik mody, the united states capitol"
+    )
+    assert default.caption("pdf_batch__sn93059126__1856050301", 4) == "vestnik mody", "no text layer: the trigger"
+    assert default.fields == {"trigger", "words"}
+
+
 def test_empty_placeholders_leave_no_stray_commas_or_spaces() -> None:
-    assert CaptionTemplate(DEFAULT_TEMPLATE).caption("issue", 3) == "issue page 3"
+    assert CaptionTemplate(DEFAULT_TEMPLATE).caption("issue", 3) == ""
     assert CaptionTemplate("{trigger},  {source} ,, region {region}").caption("a", 1) == "a, region"
 
 

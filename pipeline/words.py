@@ -1,0 +1,79 @@
+"""The words printed in and around a picture, from the page's text layer (OCR or born-digital), for captions.
+
+An engraving's title or legend usually sits right under or over it ("THE UNITED STATES CAPITOL"), and most
+scanned archives carry an OCR layer: those words say what the picture shows, where a file name only teaches
+a LoRA digits and fragments. Nothing is downloaded or recognised here: the words are the PDF's own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from pipeline.judges import Box
+
+if TYPE_CHECKING:
+    import pymupdf
+
+MARGIN_MM = 15.0
+"""How far above and below a picture its title or legend may be printed."""
+MAX_WORDS = 40
+"""About 55 CLIP tokens: with a trigger word the caption stays inside CLIP's 77."""
+
+_TOKEN = re.compile(r"[^\W_](?:[\w'’-]*[^\W_])?")
+
+
+def words_near(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> str:
+    """The words in and within :data:`MARGIN_MM` above or below ``boxes`` (page fractions), in reading order,
+    cleaned for a caption: line-end hyphens joined, OCR noise (tokens that are mostly not letters) dropped,
+    lower case, at most :data:`MAX_WORDS`. No boxes: the whole page's words. No text layer: ``""``."""
+    rect = page.rect
+    margin = MARGIN_MM * 72 / 25.4
+    areas = [rect] if not boxes else [_area(rect, box, margin) for box in boxes]
+    found: dict[tuple[int, int, int], str] = {}
+    for area in areas:
+        for *_, text, block, line, number in page.get_text("words", clip=area):
+            found.setdefault((block, line, number), text)
+    return clean_words([found[key] for key in sorted(found)], _line_ends(found))
+
+
+def _area(rect: pymupdf.Rect, box: Box, margin: float) -> pymupdf.Rect:
+    import pymupdf
+
+    x0, y0, x1, y1 = box
+    return pymupdf.Rect(
+        rect.x0 + x0 * rect.width,
+        max(rect.y0, rect.y0 + y0 * rect.height - margin),
+        rect.x0 + x1 * rect.width,
+        min(rect.y1, rect.y0 + y1 * rect.height + margin),
+    )
+
+
+def _line_ends(found: dict[tuple[int, int, int], str]) -> set[int]:
+    """Positions (in reading order) of the last word of each line, where a hyphen may split a word."""
+    keys = sorted(found)
+    return {i for i, key in enumerate(keys) if i + 1 == len(keys) or keys[i + 1][:2] != key[:2]}
+
+
+def clean_words(words: Sequence[str], line_ends: set[int] = frozenset()) -> str:
+    """``words`` as one caption phrase: ``engrav-`` + ``ing`` at a line end joined, tokens that are mostly not
+    letters (OCR noise, page numbers, rules of dots) dropped, punctuation removed, lower case, capped."""
+    joined: list[str] = []
+    carry = ""
+    for index, word in enumerate(words):
+        word = carry + word
+        carry = ""
+        if index in line_ends and word.endswith(("-", "¬")) and len(word) > 2:
+            carry = word[:-1]
+            continue
+        joined.append(word)
+    if carry:
+        joined.append(carry)
+    kept = []
+    for word in joined:
+        for token in _TOKEN.findall(word):
+            letters = sum(ch.isalpha() for ch in token)
+            if letters >= 2 and letters >= 0.7 * len(token):
+                kept.append(token.lower())
+    return " ".join(kept[:MAX_WORDS])

@@ -31,6 +31,7 @@ import models
 from pipeline import NothingToDo, Options, OutputError, PdfError, Summary, run_pages
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
+from pipeline.options import CROP_MODES
 from pipeline.report import REPORT, histogram, histogram_svg
 from pipeline.source import gather_uploads
 from pipeline.writer import read_images, read_manifest, read_text
@@ -135,7 +136,7 @@ def pdf_to_dataset(
     size: int = Options().size,
     filter_name: str = DEFAULT_JUDGE,
     fit: str = Options().fit,
-    crop: bool = Options().crop,
+    crop: str = Options().crop,
     trigger: str = Options().trigger,
     caption: str = Options().caption,
     dedupe: int = Options().dedupe,
@@ -156,7 +157,7 @@ def pdf_to_dataset(
             threshold=parse_threshold(threshold),
             size=int(size),
             fit=fit,
-            crop=bool(crop),
+            crop=crop or Options().crop,
             trigger=trigger or "",
             caption=caption or Options().caption,
             dedupe=None if dedupe is None or dedupe < 0 else int(dedupe),
@@ -309,10 +310,11 @@ with gr.Blocks(
                     info="Empty = the filter's own default; a page is kept when its score passes it",
                     elem_id="threshold",
                 )
-                crop = gr.Checkbox(
+                crop = gr.Dropdown(
+                    list(CROP_MODES),
                     value=Options().crop,
-                    label="Crop pictures",
-                    info="write each picture region, not the whole page",
+                    label="Crop to the pictures",
+                    info="auto: a picture that covers less than half of its page is written alone, a plate whole",
                     elem_id="crop",
                 )
                 with gr.Accordion("Output: size, fit, captions, duplicates", open=False):

@@ -86,8 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kohya-config", action="store_true", help="also write a kohya sd-scripts dataset_config.toml")
     parser.add_argument(
         "--crop",
-        action="store_true",
-        help="write the judge's picture regions instead of whole pages (for judges that find regions)",
+        choices=("auto", "always", "never"),
+        nargs="?",
+        const="always",
+        default="auto",
+        help="auto (default): write the judge's picture regions where they cover less than half of the page (a "
+        "cartoon on a newspaper page), the whole page otherwise (a plate); always (or --crop alone): regions; "
+        "never: whole pages",
     )
     parser.add_argument(
         "--gc-every",

@@ -9,6 +9,10 @@ from pipeline.dedupe import DEFAULT_THRESHOLD
 from pipeline.fit import DEFAULT_MIN_SIDE, Fit, parse_fit
 from pipeline.judges import DEFAULT_JUDGE
 
+CROP_MODES = ("auto", "always", "never")
+AUTO_CROP_COVERAGE = 0.5
+"""With ``crop="auto"``, a page whose picture regions cover at least this share of it is written whole."""
+
 
 @dataclass(frozen=True)
 class Options:
@@ -28,8 +32,10 @@ class Options:
     """Images whose shorter side is below this at full resolution are dropped (recorded as too small)."""
     upscale: bool = False
     quality: int = 92
-    crop: bool = False
-    """Write the judge's picture regions instead of whole pages (judges that return boxes)."""
+    crop: str | bool = "auto"
+    """``always``: write the judge's picture regions instead of whole pages; ``never``: whole pages; ``auto``:
+    regions where the pictures cover less than half of the page (a cartoon on a newspaper page), the whole page
+    otherwise (a plate). ``True``/``False`` mean ``always``/``never``."""
     dedupe: int | None = DEFAULT_THRESHOLD
     """Perceptual-hash Hamming distance at or under which an image is a duplicate; ``None`` keeps all."""
     caption: str = DEFAULT_TEMPLATE
@@ -40,6 +46,10 @@ class Options:
     """Run the per-page cleanup every N pages (1 = the article's per-page cleanup)."""
 
     def __post_init__(self) -> None:
+        if isinstance(self.crop, bool):
+            object.__setattr__(self, "crop", "always" if self.crop else "never")
+        if self.crop not in CROP_MODES:
+            raise ValueError(f"crop must be one of {', '.join(CROP_MODES)}, got {self.crop!r}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be between 1 and 100, got {self.quality}")
         if self.gc_every < 1:

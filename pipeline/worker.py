@@ -20,7 +20,7 @@ from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.manifest import PageRecord
 from pipeline.names import safe_text
-from pipeline.options import Options
+from pipeline.options import AUTO_CROP_COVERAGE, Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
 from pipeline.scan import Scan, decoder_warnings, find_scan
@@ -77,7 +77,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(_shrunk(view, 2 * THUMBNAIL_SIDE))
         if verdict.keep:
-            boxes = verdict.boxes if options.crop else ()
+            boxes = verdict.boxes if _crops(options.crop, verdict.boxes) else ()
             result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
         record.warning = _page_warnings(doc)
         return result
@@ -180,6 +180,14 @@ def _shrunk(view: np.ndarray, side: int) -> np.ndarray:
 @cache
 def _judge(name: str, threshold: float | None) -> Judge:
     return make_judge(name, threshold)
+
+
+def _crops(mode: str, boxes: Sequence[Box]) -> bool:
+    """Whether to write the picture regions: always, never, or (auto) when they cover less than
+    :data:`AUTO_CROP_COVERAGE` of the page, so a newspaper's cartoon is written alone and a plate whole."""
+    if mode == "auto":
+        return bool(boxes) and sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in boxes) < AUTO_CROP_COVERAGE
+    return mode == "always"
 
 
 @cache

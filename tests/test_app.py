@@ -179,7 +179,7 @@ def test_pdf_to_dataset_defaults_are_the_clis(client: Client, files: dict[str, P
 def test_options_reach_the_run(client: Client, tmp_path: Path) -> None:
     pdf = pdf_from_images(tmp_path / "plate.pdf", [mixed_page(1200, 1650, seed=1)] * 2)
     zip_path, _, *_ = client.predict(
-        [handle_file(pdf)], crop=True, trigger="vestnik mody", caption="{trigger}, plate", dedupe=-1,
+        [handle_file(pdf)], crop="always", trigger="vestnik mody", caption="{trigger}, plate", dedupe=-1,
         api_name="/pdf_to_dataset",
     )  # fmt: skip
     rows = _manifest(zip_path)

@@ -114,7 +114,7 @@ def _within_screen_width(page: Page, selector: str) -> None:
 def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("browser-pdfs")
     return {
-        "mixed": pdf_from_images(d / "gazette.pdf", [mixed_page(seed=1), text_page(seed=2)]),
+        "mixed": pdf_from_images(d / "gazette.pdf", [mixed_page(1000, 1400, seed=1), text_page(seed=2)]),
         "text": pdf_from_images(d / "columns.pdf", [text_page(seed=4)]),
         "long": _repeated(pdf_from_images(d / "page.pdf", [mixed_page(seed=3)]), d / "annual.pdf", 200),
     }

@@ -220,3 +220,26 @@ def test_max_seconds_stops_with_what_is_done_and_resumes(tmp_path: Path) -> None
     rest = run([pdf], tmp_path / "out.zip", options)
     assert rest.resumed == summary.pages and not rest.stopped
     assert [row["page"] for row in _read(tmp_path / "out.zip")[0]] == [str(n) for n in range(1, 13)]
+
+
+@pytest.mark.parametrize(
+    ("crop", "expected"),
+    [
+        ("auto", ["plate_p0001.jpg", "plate_p0002_r1.jpg"]),  # the plate whole, the cut on a text page alone
+        ("always", ["plate_p0001_r1.jpg", "plate_p0002_r1.jpg"]),
+        ("never", ["plate_p0001.jpg", "plate_p0002.jpg"]),
+        (True, ["plate_p0001_r1.jpg", "plate_p0002_r1.jpg"]),
+    ],
+)
+def test_crop_auto_writes_a_small_picture_alone_and_a_plate_whole(tmp_path: Path, crop: str | bool, expected) -> None:
+    plate = np.full((1400, 1000), 240, np.uint8)
+    plate[100:1200, 80:920] = engraving(840, 1100, seed=4)  # the picture covers ~73 % of the page
+    pdf = pdf_from_images(tmp_path / "plate.pdf", [plate, mixed_page(1000, 1400, seed=1)])  # ~35 %
+    run([pdf], tmp_path / "out.zip", Options(crop=crop))
+    rows, _ = _read(tmp_path / "out.zip")
+    assert [row["outputs"] for row in rows] == expected
+
+
+def test_crop_refuses_an_unknown_mode() -> None:
+    with pytest.raises(ValueError, match="crop must be one of auto, always, never"):
+        Options(crop="sometimes")

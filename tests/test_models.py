@@ -185,3 +185,34 @@ def test_unreadable_photos_say_what_is_wrong(tmp_path: Path, content: bytes | No
         path.write_bytes(content)
     with pytest.raises(ImageInputError, match=message):
         models.open_images([path])
+
+
+def test_offload_moves_to_the_cpu_collects_and_empties_the_cuda_cache(
+    tiny_model: Path, photo: Image.Image, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The article's offload, step by step: ``model.cpu(); del model; gc.collect(); torch.cuda.empty_cache()``.
+
+    On a CPU machine ``.cpu()`` moves nothing and CUDA is absent, so the library calls are observed (spied on,
+    then run for real) with CUDA reported present; the model must be gone without the test collecting."""
+    steps: list[str] = []
+    real_cpu, real_collect = torch.nn.Module.cpu, gc.collect
+
+    def cpu(module: torch.nn.Module) -> torch.nn.Module:
+        if isinstance(module, torch.nn.Module) and module is models.STATS.last_model():
+            steps.append("cpu")
+        return real_cpu(module)
+
+    def collect(*args: int) -> int:
+        steps.append("gc")
+        return real_collect(*args)
+
+    with models.loaded_model(str(tiny_model), device="cpu") as loaded:
+        loaded.logits([photo])
+        monkeypatch.setattr(torch.nn.Module, "cpu", cpu)
+        monkeypatch.setattr(gc, "collect", collect)
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        monkeypatch.setattr(torch.cuda, "empty_cache", lambda: steps.append("empty_cache"))
+        del loaded
+    monkeypatch.undo()
+    assert steps == ["cpu", "gc", "empty_cache"]
+    assert models.STATS.last_model() is None, "freed by the offload itself, not by a later collection"

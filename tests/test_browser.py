@@ -264,6 +264,8 @@ def test_cancel_stops_the_run(browser: Browser, app: ModuleType, pdfs: dict[str,
             break
         page.wait_for_timeout(100)
     assert not work.exists(), "the cancelled run stopped and its files were removed"
+    page.wait_for_timeout(1000)  # a run that went on to its end would have delivered its zip by now
+    assert page.locator("#dataset-zip a[download]").count() == 0, "the run was not stopped: it delivered a zip"
 
     page.locator("#pdfs").get_by_role("button", name="Clear").click()
     _file_input(page, "pdfs").set_input_files(pdfs["text"])

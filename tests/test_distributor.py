@@ -124,4 +124,6 @@ def test_workers_end_with_a_killed_run(tmp_path: Path, archive: Path) -> None:
     run_process.send_signal(signal.SIGKILL)
     run_process.wait()
     _, alive = psutil.wait_procs(descendants, timeout=10)
+    for orphan in alive:  # leave nothing behind, even when the test fails
+        orphan.kill()
     assert not alive, f"orphans left: {[p.pid for p in alive]}"

@@ -353,3 +353,15 @@ def test_free_space_limits(app: ModuleType) -> None:
     limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values() if fn.api_visibility == "public"}
     assert limits == {"classify": 2, "pdf_to_dataset": 2}
     assert app.demo.delete_cache == (180, 1800)
+
+
+def test_photo_limits_through_the_app(client: Client, files: dict[str, Path], tmp_path: Path) -> None:
+    big = tmp_path / "big.png"
+    Image.new("RGB", (8000, 5001), (90, 120, 60)).save(big)  # 40.008 MP, a few KB: under the upload limit
+    assert big.stat().st_size < 2**20
+    assert "big.png is 8000x5001 pixels; resize it below 40 MP" in _error(
+        client, handle_file(big), api_name="/classify"
+    )
+    nine = [handle_file(files["photo"])] * 8
+    assert "Too many photos (9)" in _error(client, handle_file(files["photo"]), nine, api_name="/classify")
+    _still_serving(client, files)

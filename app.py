@@ -335,7 +335,7 @@ with gr.Blocks(
                     caption = gr.Textbox(
                         value=Options().caption,
                         label="Caption template",
-                        info="{trigger}, {source} (the PDF's name), {page}, {region}",
+                        info="{trigger}, {words} (printed near the picture), {source} (PDF name), {page}, {region}",
                         elem_id="caption",
                     )
                     dedupe = gr.Number(

@@ -84,6 +84,17 @@ MUTATIONS = (
              ("tests/test_app.py::test_sigterm_removes_the_work_folder",)),
     Mutation("Cancel does not cancel", "app.py", "        cancels=[build],", "        cancels=[],",
              ("tests/test_browser.py::test_cancel_stops_the_run",)),
+    Mutation("recut pictures not looked for", "pipeline/dedupe.py",
+             "        if features is None:\n            return None", "        if True:\n            return None",
+             ("tests/test_dedupe.py",)),
+    Mutation("workers send no keypoints", "pipeline/worker.py",
+             "features = local_features(picture) if options.dedupe is not None else None", "features = None",
+             ("tests/test_dedupe.py",)),
+    Mutation("resumed index without keypoints", "pipeline/orchestrator.py",
+             "DuplicateIndex.from_rows(pairs, threshold, writer.read)", "DuplicateIndex.from_rows(pairs, threshold)",
+             ("tests/test_dedupe.py",)),
+    Mutation("a shared emblem is the same picture", "pipeline/dedupe.py",
+             "return _spread(src[agree], a.size) >= MIN_SPREAD and", "return True or", ("tests/test_dedupe.py",)),
 )  # fmt: skip
 
 

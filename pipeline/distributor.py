@@ -19,10 +19,13 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
+
+if TYPE_CHECKING:
+    from pipeline.dedupe import LocalFeatures
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -53,6 +56,8 @@ class PageImage:
     region: int | None
     words: str = ""
     """The words printed in and around the picture (its caption's ``{words}``)."""
+    features: LocalFeatures | None = None
+    """Its keypoints, to find it again under another box (``None`` when deduplication is off)."""
 
 
 @dataclass

@@ -15,7 +15,6 @@ from pathlib import Path
 from pipeline.captions import DATASET_CONFIG, CaptionTemplate, dataset_config_toml
 from pipeline.dedupe import DuplicateIndex, Fingerprint
 from pipeline.distributor import Distributor, PageResult, Task
-from pipeline.journal import Journal
 from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
@@ -172,7 +171,7 @@ def run_pages(
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.files = {path: FileSummary() for path in pdfs}
-        duplicates = _duplicate_index(writer.journal, options.dedupe)
+        duplicates = _duplicate_index(writer, options.dedupe)
         captions = options.captions()
         summary.total = total
         progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
@@ -213,7 +212,9 @@ def _commit(
     record, images = result.record, []
     for image in result.images:
         duplicate = (
-            duplicates.check(image.name, Fingerprint.parse(image.fingerprint)) if duplicates is not None else None
+            duplicates.check(image.name, Fingerprint.parse(image.fingerprint), image.features)
+            if duplicates is not None
+            else None
         )
         if duplicate is not None:
             record.duplicates.append(f"{image.name}={duplicate.of}")
@@ -246,16 +247,17 @@ def _commit(
     return record
 
 
-def _duplicate_index(journal: Journal, threshold: int | None) -> DuplicateIndex | None:
-    """Deduplication across the whole run; on resume, rebuilt from the pages already written."""
+def _duplicate_index(writer: Writer, threshold: int | None) -> DuplicateIndex | None:
+    """Deduplication across the whole run; on resume, rebuilt from the pages already written (their images
+    read back for their keypoints)."""
     if threshold is None:
         return None
     pairs = (
         (name, fingerprint)
-        for row in journal.rows()
+        for row in writer.journal.rows()
         for name, fingerprint in zip(_split(row["outputs"]), _split(row["fingerprints"]), strict=True)
     )
-    return DuplicateIndex.from_rows(pairs, threshold)
+    return DuplicateIndex.from_rows(pairs, threshold, writer.read)
 
 
 def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str, list[str]]:

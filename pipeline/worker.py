@@ -14,7 +14,7 @@ import pymupdf
 
 from pipeline.budget import check_page, check_view
 from pipeline.cleanup import Cleanup
-from pipeline.dedupe import fingerprint
+from pipeline.dedupe import fingerprint, local_features
 from pipeline.distributor import PageImage, PageResult, Task
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
@@ -141,8 +141,11 @@ def _outputs(
         data = encode_jpeg(picture, options.quality)
         region = number if box is not None else None
         words = words_near(page, (box,) if box is not None else record.boxes) if _wants_words(options) else ""
+        features = local_features(picture) if options.dedupe is not None else None
         images.append(
-            PageImage(name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region, words)
+            PageImage(
+                name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region, words, features
+            )
         )
     return images
 

@@ -42,6 +42,10 @@ class Writer(Protocol):
 
     def size(self) -> int: ...
 
+    def read(self, name: str) -> bytes:
+        """A file written earlier in this run or the run it resumes (images read back to rebuild the dedupe index)."""
+        ...
+
     def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
         """Add ``manifest.csv``, ``metadata.jsonl`` and ``files`` (name → text chunks), then finish."""
 
@@ -83,6 +87,9 @@ class ZipWriter:
 
     def size(self) -> int:
         return self._file.tell()
+
+    def read(self, name: str) -> bytes:
+        return self._zip.read(name)  # the file is open r+b when resuming, the only time this is asked
 
     def _text(self, name: str) -> io.TextIOWrapper:
         info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
@@ -126,6 +133,9 @@ class FolderWriter:
 
     def size(self) -> int:
         return self._size
+
+    def read(self, name: str) -> bytes:
+        return (self.path / name).read_bytes()
 
     def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
         self._manifest.close()

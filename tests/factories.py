@@ -49,6 +49,17 @@ def engraving(width: int, height: int, seed: int = 0) -> np.ndarray:
     return (PAPER - ink * (PAPER - INK)).astype(np.uint8)
 
 
+def woodcut(width: int, height: int, seed: int = 0) -> np.ndarray:
+    """A woodcut-like picture: irregular black and white masses at two scales. Unlike :func:`engraving`'s regular
+    hatching, every part of it looks different, as parts of real pictures do to a keypoint detector."""
+    rng = np.random.default_rng(seed)
+    fine = cv2.GaussianBlur(rng.random((height, width)).astype(np.float32), (0, 0), 2.5)
+    coarse = cv2.GaussianBlur(rng.random((height // 8, width // 8)).astype(np.float32), (0, 0), 3)
+    coarse = cv2.resize(coarse, (width, height))
+    masses = (fine - fine.mean()) / fine.std() + 3 * (coarse - coarse.mean()) / coarse.std()
+    return np.where(masses > 0, PAPER, INK).astype(np.uint8)
+
+
 def large_engraving(width: int, height: int, seed: int = 0) -> np.ndarray:
     """An engraving-like picture of any size, fast: :func:`engraving`'s blur takes seconds per megapixel, so
     an eighth-size engraving is enlarged and given fresh grain."""

@@ -1,15 +1,29 @@
 import io
+import itertools
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
-from factories import engraving, mixed_page
+from factories import engraving, mixed_page, pdf_from_images, text_page, woodcut
 from PIL import Image
 
-from pipeline.dedupe import DEFAULT_THRESHOLD, Duplicate, DuplicateIndex, Fingerprint, fingerprint, phash
+from pipeline import Options, run, run_pages
+from pipeline.dedupe import (
+    DEFAULT_THRESHOLD,
+    Duplicate,
+    DuplicateIndex,
+    Fingerprint,
+    fingerprint,
+    local_features,
+    phash,
+    same_picture,
+)
+from pipeline.fit import Fit, fit
+from pipeline.writer import read_manifest
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +142,82 @@ def test_fingerprinting_does_not_load_scipy() -> None:
         "fingerprint(np.zeros((64, 64), np.uint8)); assert 'scipy' not in sys.modules, 'scipy loaded'"
     )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[1])
+
+
+# ---------------------------------------------------------------- the same picture under another box
+WOODCUT = woodcut(700, 900, seed=3)
+BOX_A = (50, 60, 600, 800)
+BOX_B = (20, 90, 660, 860)
+"""Two boxes around one picture as two issues' detections might give them: shifted, one ~10 % larger."""
+
+
+def _written(pixels: np.ndarray) -> Image.Image:
+    """As the pipeline writes a region: fitted to its bucket (kept at its size: it is under 1 MP)."""
+    return fit(Image.fromarray(pixels), Fit(min_side=64)).image.convert("RGB")
+
+
+def _cut(box: tuple[int, int, int, int]) -> Image.Image:
+    x0, y0, x1, y1 = box
+    return _written(WOODCUT[y0:y1, x0:x1])
+
+
+def _distance(a: Fingerprint, b: Fingerprint) -> int:
+    return bin(int(a.phash, 16) ^ int(b.phash, 16)).count("1")
+
+
+def test_a_picture_cut_with_another_box_is_found_again_by_its_keypoints() -> None:
+    a, b = _cut(BOX_A), _cut(BOX_B)
+    fa, fb = fingerprint(a), fingerprint(b)
+    assert _distance(fa, fb) > DEFAULT_THRESHOLD, "the phash alone would keep both"
+    index = DuplicateIndex()
+    index.add("first.jpg", fa, local_features(a))
+    for seed in range(3):
+        other = _written(woodcut(550, 740, seed))
+        index.add(f"other{seed}.jpg", fingerprint(other), local_features(other))
+    assert index.find(fb) is None, "without keypoints only copies are found"
+    assert index.find(fb, local_features(b)) == Duplicate("first.jpg", "recut", _distance(fa, fb))
+
+
+def test_different_pictures_text_and_a_shared_emblem_are_not_the_same_picture() -> None:
+    pictures = [_written(woodcut(550, 740, seed)) for seed in range(4)]
+    pictures += [_written(text_page(600, 800, seed=seed)) for seed in range(3)]
+    emblem = woodcut(200, 200, seed=42)
+    for seed, (y, x) in ((7, (20, 20)), (8, (520, 330))):  # one emblem printed in two different (plain) pictures
+        shade = cv2.GaussianBlur(np.random.default_rng(seed).random((740, 550)).astype(np.float32), (0, 0), 40)
+        pixels = (60 + 150 * (shade - shade.min()) / np.ptp(shade)).astype(np.uint8)
+        pixels[y : y + 200, x : x + 200] = emblem  # nearly all of each picture's keypoints, and they agree
+        pictures.append(_written(pixels))
+    features = [local_features(p) for p in pictures]
+    merged = [
+        (i, j) for i, j in itertools.combinations(range(len(features)), 2) if same_picture(features[i], features[j])
+    ]
+    assert merged == []
+    index = DuplicateIndex()
+    verdicts = [index.check(str(n), fingerprint(p), f) for n, (p, f) in enumerate(zip(pictures, features, strict=True))]
+    assert verdicts == [None] * len(pictures)
+
+
+def test_index_rebuilt_on_resume_reads_the_written_images_back_for_their_keypoints() -> None:
+    a, b = _cut(BOX_A), _cut(BOX_B)
+    jpeg = io.BytesIO()
+    a.save(jpeg, "JPEG", quality=92)
+    index = DuplicateIndex.from_rows([("first.jpg", str(fingerprint(a)))], read={"first.jpg": jpeg.getvalue()}.get)
+    found = index.find(fingerprint(b), local_features(b))
+    assert found is not None and (found.of, found.kind) == ("first.jpg", "recut")
+
+
+def test_a_run_drops_the_recut_picture_and_a_resumed_run_still_finds_it(tmp_path: Path) -> None:
+    first = pdf_from_images(tmp_path / "issue1.pdf", [WOODCUT[60:800, 50:600]])
+    second = pdf_from_images(tmp_path / "issue2.pdf", [WOODCUT[90:860, 20:660]])
+    summary = run([first, second], tmp_path / "all.zip", Options(filter="sigma"))
+    rows = read_manifest(tmp_path / "all.zip")
+    assert [r["kept"] for r in rows] == ["true", "true"] and summary.images == 1 and summary.duplicates == 1
+    assert rows[1]["duplicates"] == "issue2_p0001.jpg=issue1_p0001.jpg"
+    assert run([first, second], tmp_path / "kept.zip", Options(filter="sigma", dedupe=None)).images == 2
+
+    pages = run_pages([first, second], tmp_path / "resumed.zip", Options(filter="sigma"))
+    next(pages)
+    pages.close()  # interrupted after the first issue: the second must be judged against it read back
+    resumed = run([first, second], tmp_path / "resumed.zip", Options(filter="sigma"))
+    assert resumed.resumed == 1 and resumed.duplicates == 1
+    assert read_manifest(tmp_path / "resumed.zip")[1]["duplicates"] == rows[1]["duplicates"]

@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=Options.dedupe,
         metavar="BITS",
-        help="drop an image whose perceptual hash is within BITS of an earlier one, across all inputs "
-        "(default: %(default)s; exact copies are always caught at 0); -1 keeps duplicates",
+        help="drop an image whose perceptual hash is within BITS of an earlier one, or whose keypoints show the "
+        "same picture under another box, across all inputs (default: %(default)s; exact copies are always "
+        "caught at 0); -1 keeps duplicates",
     )
     parser.add_argument(
         "--caption",

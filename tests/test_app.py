@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import csv
 import gc
+import importlib.util
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -379,3 +382,73 @@ def test_photo_limits_through_the_app(client: Client, files: dict[str, Path], tm
     nine = [handle_file(files["photo"])] * 8
     assert "Too many photos (9)" in _error(client, handle_file(files["photo"]), nine, api_name="/classify")
     _still_serving(client, files)
+
+
+def test_a_job_removes_work_folders_left_for_over_an_hour(
+    app: ModuleType, client: Client, files: dict[str, Path]
+) -> None:
+    """A job that ended abnormally leaves its folder; the next job removes it once it is older than
+    ``WORK_MAX_AGE_S``, and leaves a younger one (a job still running) alone."""
+    old, young = app._WORK_ROOT / "abandoned", app._WORK_ROOT / "running"
+    for folder, age in ((old, app.WORK_MAX_AGE_S + 60), (young, app.WORK_MAX_AGE_S - 60)):
+        (folder / "unpacked").mkdir(parents=True)
+        os.utime(folder, (time.time() - age, time.time() - age))
+    try:
+        client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+        assert not old.exists()
+        assert (young / "unpacked").is_dir()
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(young, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]], int]:
+    """app.py imported afresh (beside the launched one) with ``GPU_DURATION=7`` and ``MODEL_POLICY=resident``,
+    ``spaces.GPU`` spied on: the module, what each function it decorated asked for, and the models loaded.
+
+    Off ZeroGPU ``spaces.GPU`` hands the function back unchanged (on it, 0.51 wraps it in a handler marked
+    ``zerogpu`` that needs a CUDA build of torch to be made), so the call itself is what can be observed here."""
+    import spaces
+
+    import models
+
+    requests: dict[str, dict[str, object]] = {}
+    real_gpu = spaces.GPU
+
+    def gpu(task: Callable | None = None, **kwargs: object) -> Callable:
+        def decorate(function: Callable) -> Callable:
+            requests[function.__name__] = kwargs
+            return real_gpu(function, **kwargs)
+
+        return decorate(task) if callable(task) else decorate
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spaces, "GPU", gpu)
+        patch.setenv("GPU_DURATION", "7")
+        patch.setenv("MODEL_POLICY", "resident")
+        patch.setenv("MODEL_ID", str(app_model))
+        loads = models.STATS.loads
+        spec = importlib.util.spec_from_file_location("fresh_app", ROOT / "app.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module, requests, models.STATS.loads - loads
+
+
+def test_only_the_classify_handler_asks_for_a_gpu_for_gpu_duration(
+    fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
+) -> None:
+    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot."""
+    module, requests, _ = fresh_app
+    assert requests == {"classify": {"duration": 7}}
+    handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
+    assert handlers["classify"] is module.classify and handlers["pdf_to_dataset"] is module.pdf_to_dataset
+
+
+def test_the_resident_policy_loads_the_model_at_import(
+    fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
+) -> None:
+    module, _, loads = fresh_app
+    assert loads == 1
+    assert module.CLASSIFIER.policy == "resident"
+    assert module.CLASSIFIER.load_error is None

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 import csv
 import gc
+import importlib.util
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import time
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import httpx
+import pymupdf
 import pytest
 from factories import free_port, mixed_page, pdf_from_images, text_page
 from gradio_client import Client, handle_file
@@ -165,15 +169,28 @@ def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     assert report.startswith("<iframe") and "Dataset report" in report and "threshold 40" in report
 
 
-def test_pdf_to_dataset_defaults_are_the_clis(client: Client, files: dict[str, Path], tmp_path: Path) -> None:
+def test_pdf_to_dataset_defaults_are_the_clis(client: Client, tmp_path: Path) -> None:
+    """A run with every control left alone writes the same dataset as the CLI's defaults, byte for byte, on pages
+    where each default shows: a picture under half of its page (crop auto), not square (bucket fit, size), its
+    legend in the text layer (caption), the same page again (dedupe)."""
     from pipeline import run
 
-    zip_path, summary, chart, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
-    cli = run([files["pdf"]], tmp_path / "cli.zip", Options())
-    assert summary.startswith("2 pages seen")
+    pdf = pdf_from_images(tmp_path / "plates.pdf", [mixed_page(1200, 1650, seed=1)] * 2)
+    with pymupdf.open(pdf) as doc:
+        for page in doc:
+            page.insert_text((120, page.rect.height / 2 + 16), "THE SPRING FASHIONS", fontsize=10, render_mode=3)
+        doc.saveIncr()
+    zip_path, _, chart, *_ = client.predict([handle_file(pdf)], api_name="/pdf_to_dataset")
+    cli = run([pdf], tmp_path / "cli.zip", Options())
     assert "threshold 0.5" in chart  # the structure judge's own threshold, not 0
-    space = [(r["page"], r["kept"], r["score"], r["outputs"]) for r in _manifest(zip_path)]
-    assert space == [(r["page"], r["kept"], r["score"], r["outputs"]) for r in _manifest(str(cli.output))]
+    with zipfile.ZipFile(zip_path) as space, zipfile.ZipFile(cli.output) as reference:
+        names = sorted(n for n in reference.namelist() if n.endswith((".jpg", ".txt", ".csv")))
+        assert sorted(n for n in space.namelist() if n.endswith((".jpg", ".txt", ".csv"))) == names
+        assert names == ["manifest.csv", "plates_p0001_r1.jpg", "plates_p0001_r1.txt"], "a region, its twin dropped"
+        assert space.read("plates_p0001_r1.txt") == b"the spring fashions"
+        with Image.open(space.open("plates_p0001_r1.jpg")) as image:
+            assert image.size == (960, 640)  # its own 1009×710 px: cropped to the nearest bucket's aspect, steps of 64
+        assert all(space.read(name) == reference.read(name) for name in names)
 
 
 def test_options_reach_the_run(client: Client, tmp_path: Path) -> None:
@@ -365,3 +382,73 @@ def test_photo_limits_through_the_app(client: Client, files: dict[str, Path], tm
     nine = [handle_file(files["photo"])] * 8
     assert "Too many photos (9)" in _error(client, handle_file(files["photo"]), nine, api_name="/classify")
     _still_serving(client, files)
+
+
+def test_a_job_removes_work_folders_left_for_over_an_hour(
+    app: ModuleType, client: Client, files: dict[str, Path]
+) -> None:
+    """A job that ended abnormally leaves its folder; the next job removes it once it is older than
+    ``WORK_MAX_AGE_S``, and leaves a younger one (a job still running) alone."""
+    old, young = app._WORK_ROOT / "abandoned", app._WORK_ROOT / "running"
+    for folder, age in ((old, app.WORK_MAX_AGE_S + 60), (young, app.WORK_MAX_AGE_S - 60)):
+        (folder / "unpacked").mkdir(parents=True)
+        os.utime(folder, (time.time() - age, time.time() - age))
+    try:
+        client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
+        assert not old.exists()
+        assert (young / "unpacked").is_dir()
+    finally:
+        shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(young, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]], int]:
+    """app.py imported afresh (beside the launched one) with ``GPU_DURATION=7`` and ``MODEL_POLICY=resident``,
+    ``spaces.GPU`` spied on: the module, what each function it decorated asked for, and the models loaded.
+
+    Off ZeroGPU ``spaces.GPU`` hands the function back unchanged (on it, 0.51 wraps it in a handler marked
+    ``zerogpu`` that needs a CUDA build of torch to be made), so the call itself is what can be observed here."""
+    import spaces
+
+    import models
+
+    requests: dict[str, dict[str, object]] = {}
+    real_gpu = spaces.GPU
+
+    def gpu(task: Callable | None = None, **kwargs: object) -> Callable:
+        def decorate(function: Callable) -> Callable:
+            requests[function.__name__] = kwargs
+            return real_gpu(function, **kwargs)
+
+        return decorate(task) if callable(task) else decorate
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(spaces, "GPU", gpu)
+        patch.setenv("GPU_DURATION", "7")
+        patch.setenv("MODEL_POLICY", "resident")
+        patch.setenv("MODEL_ID", str(app_model))
+        loads = models.STATS.loads
+        spec = importlib.util.spec_from_file_location("fresh_app", ROOT / "app.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    return module, requests, models.STATS.loads - loads
+
+
+def test_only_the_classify_handler_asks_for_a_gpu_for_gpu_duration(
+    fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
+) -> None:
+    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot."""
+    module, requests, _ = fresh_app
+    assert requests == {"classify": {"duration": 7}}
+    handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
+    assert handlers["classify"] is module.classify and handlers["pdf_to_dataset"] is module.pdf_to_dataset
+
+
+def test_the_resident_policy_loads_the_model_at_import(
+    fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
+) -> None:
+    module, _, loads = fresh_app
+    assert loads == 1
+    assert module.CLASSIFIER.policy == "resident"
+    assert module.CLASSIFIER.load_error is None

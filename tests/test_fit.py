@@ -21,6 +21,21 @@ def test_encode_jpeg_uses_the_requested_quality() -> None:
         assert decoded.quantization == Image.open(reference).quantization
 
 
+def ramps(width: int, height: int) -> np.ndarray:
+    """Red rises 0→255 from the left edge to the right, green from the top to the bottom: a fitted pixel's
+    colour tells where in the source it came from."""
+    image = np.full((height, width, 3), 128, np.uint8)
+    image[..., 0] = np.linspace(0, 255, width).round().astype(np.uint8)[None, :]
+    image[..., 1] = np.linspace(0, 255, height).round().astype(np.uint8)[:, None]
+    return image
+
+
+def shown_span(fitted: Image.Image) -> tuple[float, float, float, float]:
+    """The part of a :func:`ramps` source a fitted image shows: left, right, top, bottom as fractions."""
+    pixels = np.asarray(fitted, dtype=np.float64) / 255
+    return pixels[:, 0, 0].mean(), pixels[:, -1, 0].mean(), pixels[0, :, 1].mean(), pixels[-1, :, 1].mean()
+
+
 @pytest.mark.parametrize(
     ("size", "bucket"),
     [
@@ -31,19 +46,25 @@ def test_encode_jpeg_uses_the_requested_quality() -> None:
         ((3000, 1100), (1536, 640)),
         ((1400, 2600), (768, 1344)),
         ((1300, 3400), (640, 1536)),
+        # nearer in log ratio, farther in plain ratio difference: 2.06 is nearer 2.4 than 1.75 only in log ratio,
+        # and 0.49 nearer 0.571 than 0.417 only in log ratio
+        ((2060, 1000), (1536, 640)),
+        ((980, 2000), (768, 1344)),
     ],
 )
-def test_bucket_mode_picks_the_closest_aspect_and_only_downscales(
+def test_bucket_mode_picks_the_closest_aspect_and_crops_minimally(
     size: tuple[int, int], bucket: tuple[int, int]
 ) -> None:
-    fitted = fit(large_engraving(*size), Fit("bucket"))
+    """Read off the fitted image: its size is the bucket nearest in log ratio, and it shows the whole source
+    along one side and a centred band along the other, as wide as the bucket's aspect allows."""
+    fitted = fit(ramps(*size), Fit("bucket"))
     assert fitted.size == bucket
     assert fitted.original_size == size
     assert not fitted.upscaled and not fitted.undersized
-    # minimal crop: the content lost is only what the aspect-ratio difference forces
-    source_aspect, out_aspect = size[0] / size[1], bucket[0] / bucket[1]
-    kept = min(source_aspect, out_aspect) / max(source_aspect, out_aspect)
-    assert kept > 0.85
+    scale = max(bucket[0] / size[0], bucket[1] / size[1])  # covers the bucket; nothing more is cut
+    shown_x, shown_y = bucket[0] / scale / size[0], bucket[1] / scale / size[1]
+    expected = ((1 - shown_x) / 2, (1 + shown_x) / 2, (1 - shown_y) / 2, (1 + shown_y) / 2)
+    assert shown_span(fitted.image) == pytest.approx(expected, abs=0.01)
 
 
 def test_bucket_crop_is_centred_and_content_preserved() -> None:

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
+from safetensors.torch import load_file
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 
 import models
@@ -48,8 +49,16 @@ def photo() -> Image.Image:
     return Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
 
 
-def test_saved_as_safetensors(tiny_model: Path) -> None:
-    assert (tiny_model / "model.safetensors").is_file()
+def test_the_model_loaded_holds_the_saved_safetensors_weights(tiny_model: Path) -> None:
+    """Every tensor of the folder's ``model.safetensors`` is held by the lifecycle's model (not a fresh init).
+
+    Matched by value: transformers 5 renames checkpoint keys as it loads them (``query`` → ``q_proj``)."""
+    saved = load_file(tiny_model / "model.safetensors")
+    with models.loaded_model(str(tiny_model), device="cpu") as loaded:
+        held = list(loaded.model.state_dict().values())
+        assert len(held) == len(saved)
+        for name, tensor in saved.items():
+            assert any(t.shape == tensor.shape and torch.equal(t, tensor) for t in held), name
 
 
 def test_per_request_returns_plain_probabilities_and_frees_the_model(tiny_model: Path, photo: Image.Image) -> None:

@@ -7,8 +7,6 @@ nothing here checks answers of the tiny runs, only what must hold whatever the w
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from dataclasses import replace as _replace
 from pathlib import Path
 
@@ -19,10 +17,8 @@ from PIL import Image, ImageDraw
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 import models
-from models import train, triage
+from models import predict, train, triage
 from models.lite0 import build_lite0, image_processor
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _photo(kind: str, seed: int, size: int = 96) -> Image.Image:
@@ -109,16 +105,15 @@ def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path)
     assert set(folds) == {0, 1, 2}
 
 
-def test_predict_json_prints_one_object_per_photo(trained: Path, data_dir: Path, tmp_path: Path) -> None:
+def test_predict_json_prints_one_object_per_photo(
+    trained: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI's ``main`` in this process (a fresh interpreter would spend 5 s importing torch again)."""
     broken = tmp_path / "broken.jpg"
     broken.write_text("not a jpeg")
-    proc = subprocess.run(
-        [sys.executable, "-m", "models.predict", str(data_dir / "lumpy_skin"), str(broken), "--model", str(trained),
-         "--json", "--threads", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 1, proc.stderr  # the broken file
-    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    argv = [str(data_dir / "lumpy_skin"), str(broken), "--model", str(trained), "--json", "--threads", "1"]
+    assert predict.main(argv) == 1  # the broken file
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert len(rows) == 10
     good = [r for r in rows if "error" not in r]
     assert len(good) == 9 and rows[-1]["file"] == str(broken) and "error" in rows[-1]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pipeline.captions import DATASET_CONFIG, CaptionTemplate, dataset_config_toml
 from pipeline.dedupe import DuplicateIndex, Fingerprint
-from pipeline.distributor import Distributor, PageResult, Task
+from pipeline.distributor import Distributor
 from pipeline.journal import Journal
 from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
@@ -22,6 +22,7 @@ from pipeline.names import StemRegistry
 from pipeline.options import Options
 from pipeline.report import REPORT, Borderline, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs
+from pipeline.tasks import PageResult, Task
 from pipeline.writer import Writer, open_writer
 
 PAGES_PER_TASK = 8

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from PIL import Image
 
-    from pipeline.distributor import PageImage
+    from pipeline.tasks import PageImage
 
 MANIFEST = "manifest.csv"
 _ZIPINFO_FIELDS = (

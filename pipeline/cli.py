@@ -14,6 +14,7 @@ from pipeline.judges import DEFAULT_JUDGE, JUDGES
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
 from pipeline.orchestrator import NothingToDo, Progress, default_workers, run
+from pipeline.source import is_url
 from pipeline.writer import OutputError
 
 
@@ -137,6 +138,14 @@ def build_parser() -> argparse.ArgumentParser:
         "deleted once its pages are written (default: %(default)s)",
     )
     parser.add_argument(
+        "--shard-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write numbered shards of N pages each (OUT-00000.zip... or DIR/00000/...), each with its own "
+        "manifest, and an index; OUT may then be an fsspec URL (s3://bucket/ds/), shards uploaded as they close",
+    )
+    parser.add_argument(
         "--max-pages",
         type=int,
         default=None,
@@ -206,6 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             engine=args.engine,
             ray_address=args.ray_address,
             prefetch=args.prefetch,
+            shard_size=args.shard_size,
         )
     except (NothingToDo, OutputError, ResumeMismatch, FileNotFoundError, ValueError) as exc:
         bar.close()
@@ -221,7 +231,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images, {summary.duplicates} "
         f"duplicates and {summary.too_small} too small dropped), {summary.errors} errors, "
         f"{summary.warnings} with MuPDF warnings, "
-        f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
+        f"{summary.seconds:.1f} s → {args.output if is_url(args.output) else summary.output} "
+        f"({summary.output_bytes / 2**20:.1f} MB{' left here' if is_url(args.output) else ''})"
         + (
             f"; peak local disk {summary.peak_disk / 2**20:.1f} MB ({summary.remote} remote PDFs fetched + output)"
             if summary.remote

@@ -135,6 +135,7 @@ def run(
     engine: str = "local",
     ray_address: str | None = None,
     prefetch: int = 2,
+    shard_size: int | None = None,
 ) -> Summary:
     """Process every page of every PDF among ``inputs`` into ``output`` (``*.zip`` or a folder).
 
@@ -144,11 +145,14 @@ def run(
     processes; ``engine="ray"`` runs them as Ray tasks (on the cluster at ``ray_address``, or a local Ray of
     ``workers`` CPUs); the output is the same, in the same order. Inputs may be URLs (``s3://``, ``hf://``,
     ``https://``…): each such PDF is copied here just before its pages, deleted after, ``prefetch`` at most
-    at once. ``max_pages`` refuses a run of more pages (``NothingToDo``, before any page is processed);
-    ``max_seconds`` stops it after the page that passes that time, with the pages done so far written and
-    the reason in ``Summary.stopped``.
+    at once. ``shard_size`` writes numbered shards of that many pages and an index (``output`` may then be a
+    URL: shards are uploaded as they close). ``max_pages`` refuses a run of more pages (``NothingToDo``,
+    before any page is processed); ``max_seconds`` stops it after the page that passes that time, with the
+    pages done so far written and the reason in ``Summary.stopped``.
     """
-    pages = run_pages(inputs, output, options, workers, resume, max_pages, max_seconds, engine, ray_address, prefetch)
+    pages = run_pages(
+        inputs, output, options, workers, resume, max_pages, max_seconds, engine, ray_address, prefetch, shard_size
+    )
     while True:
         try:
             record, progress = next(pages)
@@ -169,6 +173,7 @@ def run_pages(
     engine: str = "local",
     ray_address: str | None = None,
     prefetch: int = 2,
+    shard_size: int | None = None,
 ) -> Generator[tuple[PageRecord, Progress], None, Summary]:
     """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
 
@@ -188,7 +193,7 @@ def run_pages(
         total = sum(max(count, 1) for count in counts.values())
         if max_pages is not None and total > max_pages:
             raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
-        writer = open_writer(output, _run_id(pdfs, options), resume)
+        writer = open_writer(output, _run_id(pdfs, options), resume, shard_size)
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.files = {path: FileSummary() for path in pdfs}

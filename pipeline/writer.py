@@ -12,6 +12,7 @@ from pipeline.captions import METADATA, caption_name, metadata_line
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.names import safe_text
+from pipeline.source import is_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -137,10 +138,17 @@ class FolderWriter:
         self.journal.close(remove=complete)
 
 
-def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
+def open_writer(output: str | Path, run_id: str, resume: bool = True, shard_size: int | None = None) -> Writer:
     """A zip writer for ``*.zip``, a folder writer otherwise; with ``resume`` an interrupted run of the
     same ``run_id`` is continued (its progress file: ``OUT.zip.progress`` or ``DIR/.progress``).
+    With ``shard_size``, shards of that many pages (``pipeline.shards``); ``output`` may then be a URL.
     """
+    if shard_size is not None:
+        from pipeline.shards import ShardedWriter  # it builds on this module's writers
+
+        return ShardedWriter(output, run_id, resume, shard_size)
+    if is_url(str(output)):
+        raise OutputError(f"{output}: an output URL needs --shard-size (shards are uploaded as they close)")
     path = Path(output)
     is_zip = path.suffix.lower() == ".zip" and not str(output).endswith(("/", "\\"))
     progress = path.with_name(path.name + ".progress") if is_zip else path / ".progress"

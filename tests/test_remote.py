@@ -75,12 +75,21 @@ def _contents(path: Path) -> tuple[bytes, dict[str, bytes]]:
         return archive.read("manifest.csv"), files
 
 
+@pytest.fixture
+def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This test's own temporary folder, where the run's copies go (none of another run's are counted)."""
+    folder = tmp_path / "scratch"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 def _copies() -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob("pipeline-fetch-*/*/*"))
 
 
 def test_a_served_folder_with_prefetch_1_gives_the_local_output_on_bounded_disk(
-    tmp_path: Path, archive: Path, server: str
+    tmp_path: Path, archive: Path, server: str, scratch: Path
 ) -> None:
     on_disk = []
     summary = run(
@@ -90,7 +99,7 @@ def test_a_served_folder_with_prefetch_1_gives_the_local_output_on_bounded_disk(
     assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
     assert summary.remote == 4 and summary.pages == 18 and summary.errors == 1  # notes.pdf: recorded, skipped
     assert max(on_disk) == 1, "more than --prefetch 1 copies on local disk at once"
-    assert not _copies(), "copies left behind"
+    assert not list(scratch.iterdir()), "copies left behind"
     archive_bytes = sum(f.stat().st_size for f in archive.rglob("*.pdf"))
     biggest = max(f.stat().st_size for f in archive.rglob("*.pdf"))
     assert summary.output_bytes < summary.peak_disk <= biggest + summary.output_bytes

@@ -28,8 +28,6 @@ class Fetcher:
     """Copies ``urls`` in order, one at a time in a background thread, with at most ``limit`` on disk."""
 
     def __init__(self, urls: Sequence[str], limit: int) -> None:
-        if limit < 1:
-            raise ValueError(f"--prefetch must be at least 1 (got {limit}): a remote PDF is read from a local copy")
         self._folder = Path(tempfile.mkdtemp(prefix="pipeline-fetch-"))
         self._slots = threading.Semaphore(limit)
         self._lock = threading.Lock()

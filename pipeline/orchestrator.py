@@ -184,6 +184,8 @@ def run_pages(
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
     urls = [pdf for pdf in pdfs if isinstance(pdf, str)]
+    if urls and prefetch < 1:
+        raise ValueError(f"--prefetch must be at least 1 (got {prefetch}): a remote PDF is read from a local copy")
     if urls and max_pages is not None:
         raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
     threshold = threshold_of(options.filter, options.threshold)
@@ -221,9 +223,11 @@ def run_pages(
                     fetcher.release(task.origin)
                 if fetcher is not None:
                     fetcher.note_output(writer.size())
-                if max_seconds is not None and time.perf_counter() - start > max_seconds and progress.done < total:
+                late = max_seconds is not None and time.perf_counter() - start > max_seconds
+                if late and progress.done < progress.total:
                     summary.stopped = (
-                        f"stopped after the time budget of {max_seconds:g} s, {progress.done:,} of {total:,} pages done"
+                        f"stopped after the time budget of {max_seconds:g} s, "
+                        f"{progress.done:,} of {progress.total:,} pages done"
                     )
                     break
             complete = not summary.stopped

@@ -134,3 +134,14 @@ def test_cli_reports_peak_local_disk_for_remote_inputs(tmp_path: Path, server: s
     assert result.returncode == 0, result.stderr
     assert "6 pages, " in result.stdout
     assert "MB (1 remote PDFs fetched + output)" in result.stdout and "; peak local disk " in result.stdout
+
+
+def test_a_remote_run_stops_on_its_time_budget_and_resumes(tmp_path: Path, archive: Path, server: str) -> None:
+    first = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS, max_seconds=0)
+    assert first.stopped and 0 < first.pages < 18
+    rest = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS)
+    assert rest.resumed == first.pages + first.errors and not rest.stopped
+    run([archive], tmp_path / "local.zip", OPTIONS)
+    assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
+    with pytest.raises(ValueError, match="--prefetch must be at least 1"):
+        run([f"{server}/"], tmp_path / "other.zip", OPTIONS, prefetch=0)

@@ -23,6 +23,7 @@ from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
 from pipeline.options import Options
 from pipeline.report import REPORT, Borderline, render_report
+from pipeline.shards import ShardedWriter
 from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
 from pipeline.tasks import PageResult, Task
 from pipeline.writer import Writer, open_writer
@@ -195,7 +196,12 @@ def run_pages(
         total = sum(max(count, 1) for count in counts.values())
         if max_pages is not None and total > max_pages:
             raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
-        writer = open_writer(output, _run_id(pdfs, options), resume, shard_size)
+        run_id = _run_id(pdfs, options)
+        writer = (
+            open_writer(output, run_id, resume)
+            if shard_size is None
+            else ShardedWriter(output, run_id, resume, shard_size)
+        )
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.files = {path: FileSummary() for path in pdfs}

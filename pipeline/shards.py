@@ -46,7 +46,8 @@ class ShardedJournal:
 
 
 class ShardedWriter:
-    """A :class:`pipeline.writer.Writer` that starts a new shard every ``shard_size`` committed pages."""
+    """A :class:`pipeline.writer.Writer` that starts a new shard every ``shard_size`` committed pages; with
+    ``resume``, an interrupted run of the same ``run_id`` is continued."""
 
     def __init__(self, output: str | Path, run_id: str, resume: bool, shard_size: int) -> None:
         if shard_size < 1:

@@ -138,15 +138,10 @@ class FolderWriter:
         self.journal.close(remove=complete)
 
 
-def open_writer(output: str | Path, run_id: str, resume: bool = True, shard_size: int | None = None) -> Writer:
+def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
     """A zip writer for ``*.zip``, a folder writer otherwise; with ``resume`` an interrupted run of the
     same ``run_id`` is continued (its progress file: ``OUT.zip.progress`` or ``DIR/.progress``).
-    With ``shard_size``, shards of that many pages (``pipeline.shards``); ``output`` may then be a URL.
     """
-    if shard_size is not None:
-        from pipeline.shards import ShardedWriter  # it builds on this module's writers
-
-        return ShardedWriter(output, run_id, resume, shard_size)
     if is_url(str(output)):
         raise OutputError(f"{output}: an output URL needs --shard-size (shards are uploaded as they close)")
     path = Path(output)

@@ -101,16 +101,3 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["huge_pdf"] = d / "huge.pdf"
     out["huge_pdf"].write_bytes(b"%PDF-1.7\n" + b"0" * 2_000_000)
     return out
-
-
-@pytest.fixture(scope="session")
-def ray_cluster() -> Iterator[None]:
-    """One local Ray of 2 CPUs for the session (starting one takes seconds); ``--engine ray`` runs use it."""
-    ray = pytest.importorskip("ray")
-    from pipeline.engines import ray_init_args
-
-    ray.init(**ray_init_args(num_cpus=2))
-    try:
-        yield
-    finally:
-        ray.shutdown()

@@ -2,6 +2,7 @@
 
 import signal
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -9,7 +10,20 @@ import pytest
 from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
 
 from pipeline import Options, run
-from pipeline.engines import make_engine
+from pipeline.engines import make_engine, ray_init_args
+
+
+@pytest.fixture(scope="module")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray of 2 CPUs (starting one takes seconds) that ``engine="ray"`` runs use. Module-scoped, and
+    this is the only module using it: Ray's processes are children of the test process, and other modules' tests
+    pick their victims among those children (``test_distributor``'s killed worker)."""
+    ray = pytest.importorskip("ray")
+    ray.init(**ray_init_args(num_cpus=2))
+    try:
+        yield
+    finally:
+        ray.shutdown()
 
 
 @pytest.fixture(scope="module")

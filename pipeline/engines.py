@@ -10,6 +10,7 @@ order to the same writer, so the output does not depend on the engine.
 from __future__ import annotations
 
 import logging
+import socket
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -90,6 +91,7 @@ class RayEngine:
             raise ValueError("--engine ray needs Ray: pip install 'ray>=2.9'") from None
         self._ray = ray
         if self._address is not None:
+            _check_reachable(self._address)
             try:
                 ray.init(address=self._address, **ray_init_args())
             except ConnectionError as exc:
@@ -141,3 +143,14 @@ class RayEngine:
 
 
 _END = object()
+
+
+def _check_reachable(address: str) -> None:
+    """Refuse a ``HOST:PORT`` nobody listens on at once: Ray itself retries such an address for minutes."""
+    host, _, port = address.rpartition(":")
+    if address == "auto" or address.startswith("ray://") or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host, int(port)), timeout=5).close()
+    except OSError as exc:
+        raise ValueError(f"no Ray cluster at {address}: {exc.strerror or exc}") from None

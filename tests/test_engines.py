@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
+from factories import ARTICLE, engraving, free_port, mixed_page, pdf_from_images, text_page
 
 from pipeline import Options, run
 from pipeline.engines import make_engine, ray_init_args
@@ -101,3 +101,9 @@ def test_engine_choices_are_checked() -> None:
         make_engine("spark", 2)
     with pytest.raises(ValueError, match="--ray-address needs --engine ray"):
         make_engine("local", 2, "auto")
+    port = free_port()  # nobody listens there
+    with (
+        pytest.raises(ValueError, match=f"no Ray cluster at 127.0.0.1:{port}: "),
+        make_engine("ray", 2, f"127.0.0.1:{port}"),
+    ):
+        pass

@@ -84,6 +84,23 @@ MUTATIONS = (
              ("tests/test_app.py::test_sigterm_removes_the_work_folder",)),
     Mutation("Cancel does not cancel", "app.py", "        cancels=[build],", "        cancels=[],",
              ("tests/test_browser.py::test_cancel_stops_the_run",)),
+    Mutation("engine: Ray results out of task order", "pipeline/engines.py",
+             "            task, ref = pending.popleft()", "            task, ref = pending.pop()",
+             ("tests/test_engines.py::test_ray_gives_the_local_engines_output_byte_for_byte",)),
+    Mutation("engine: Ray tasks never retried", "pipeline/engines.py", "RAY_RETRIES = 3", "RAY_RETRIES = 0",
+             ("tests/test_engines.py::test_a_ray_worker_killed_mid_run_is_retried",)),
+    Mutation("remote: --prefetch not a limit", "pipeline/fetch.py",
+             "self._slots = threading.Semaphore(limit)", "self._slots = threading.Semaphore(limit + 3)",
+             ("tests/test_remote.py::test_a_served_folder_with_prefetch_1_gives_the_local_output_on_bounded_disk",)),
+    Mutation("remote: time budget against the local pages only", "pipeline/orchestrator.py",
+             "if late and progress.done < progress.total:", "if late and progress.done < total:",
+             ("tests/test_remote.py::test_a_remote_run_stops_on_its_time_budget_and_resumes",)),
+    Mutation("shards: not uploaded", "pipeline/shards.py",
+             "            self._fs.put(str(local), self._beside(self.shard_name(number)), recursive=not self.zipped)",
+             "            pass", ("tests/test_shards.py::test_shards_are_uploaded_to_a_url_as_they_close",)),
+    Mutation("shards: closed shards forgotten on resume", "pipeline/shards.py",
+             'closed_keys.update(tuple(key) for key in shard.pop("keys"))', 'shard.pop("keys")',
+             ("tests/test_shards.py::test_an_interrupted_sharded_run_resumes_to_the_same_shards",)),
 )  # fmt: skip
 
 

@@ -139,10 +139,12 @@ class ShardedWriter:
         shard, number = self.current, len(self.closed)
         rows, keys = list(shard.journal.rows()), self._keys
         shard.close(False, {})  # its progress file stays until the state file lists the shard
-        local = self._local(number)
-        size = local.stat().st_size if self.zipped else sum(f.stat().st_size for f in local.iterdir() if f.is_file())
-        if self.remote:
-            self._fs.put(str(local), self._beside(self.shard_name(number)), recursive=not self.zipped)
+        local, target = self._local(number), self._beside(self.shard_name(number))
+        files = [local] if self.zipped else [f for f in local.iterdir() if f.is_file() and f != shard.journal.path]
+        size = sum(file.stat().st_size for file in files)
+        if self.remote:  # the shard's data, not its progress file
+            for file in files:
+                self._fs.put_file(str(file), target if self.zipped else f"{target}/{file.name}")
         images = sum(len(row["outputs"].split(";")) for row in rows if row["outputs"])
         record = {"name": self.shard_name(number), "pages": len(rows), "images": images, "bytes": size}
         with self._state_path().open("a", encoding="utf-8") as state:

@@ -95,6 +95,26 @@ def test_shards_are_uploaded_to_a_url_as_they_close(
     assert not list(tmp_path.glob("pipeline-shards-*")), "staging left behind"
     fs.rm("/uploads", recursive=True)
 
+    run([archive], "memory://uploads/dataset/", OPTIONS, shard_size=5)
+    uploaded = sorted(path.removeprefix("/uploads/dataset/") for path in fs.find("/uploads/dataset"))
+    assert uploaded == sorted(
+        ["index.json", "report.html"]
+        + [f"{n:05d}/{name}" for n in range(3) for name in ("manifest.csv", "metadata.jsonl")]
+        + [f"{n:05d}/{name}" for n, names in enumerate(_names_by_shard(whole[0], 5)) for name in names]
+    ), "folder shards: their files, no progress file"
+    fs.rm("/uploads", recursive=True)
+
+
+def _names_by_shard(rows: list[dict], size: int) -> list[list[str]]:
+    """The images and captions each shard of ``size`` pages holds, from the unsharded manifest's rows."""
+    shards = [rows[start : start + size] for start in range(0, len(rows), size)]
+    return [[f"{name[:-4]}{ext}" for row in shard for name in _split(row["outputs"]) for ext in (".jpg", ".txt")]
+            for shard in shards]  # fmt: skip
+
+
+def _split(cell: str) -> list[str]:
+    return cell.split(";") if cell else []
+
 
 def test_an_interrupted_sharded_run_resumes_to_the_same_shards(tmp_path: Path, archive: Path, whole) -> None:
     first = run([archive], tmp_path / "out.zip", OPTIONS, shard_size=3, max_seconds=0)

@@ -101,6 +101,10 @@ MUTATIONS = (
     Mutation("shards: closed shards forgotten on resume", "pipeline/shards.py",
              'closed_keys.update(tuple(key) for key in shard.pop("keys"))', 'shard.pop("keys")',
              ("tests/test_shards.py::test_an_interrupted_sharded_run_resumes_to_the_same_shards",)),
+    Mutation("engine: shipped PDF bytes ignored", "pipeline/engines.py",
+             "        return process_task(replace(task, path=copy), options)",
+             "        return process_task(task, options)",
+             ("tests/test_engines.py::test_remote_pdfs_shipped_through_rays_object_store_give_the_same_output",)),
 )  # fmt: skip
 
 

@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import logging
 import socket
+import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
+
+import numpy as np
 
 from pipeline.distributor import Distributor, process_task
 from pipeline.options import Options
@@ -76,12 +80,15 @@ class RayEngine:
     A task whose worker dies is rerun by Ray (``max_retries``); one that keeps dying costs its pages only.
     Connects to ``address`` (``auto``: the cluster this machine belongs to), or, without one, to a Ray this
     process started already, or starts a local Ray of ``workers`` CPUs for the run and stops it afterwards.
-    Workers open PDFs by path: on a cluster of several nodes inputs must be on storage every node mounts.
+    Workers open local PDFs by path: on a cluster of several nodes those must be on storage every node mounts.
+    A remote PDF's copy is on this machine's disk only, so with ``ship`` (default: when the cluster has more
+    than one node) it is put in Ray's object store once and each task writes it to its own node's disk.
     """
 
-    def __init__(self, workers: int, address: str | None = None) -> None:
+    def __init__(self, workers: int, address: str | None = None, ship: bool | None = None) -> None:
         self.workers = max(1, workers)
         self._address = address
+        self._ship = ship
         self._started = False
 
     def __enter__(self) -> RayEngine:
@@ -102,6 +109,9 @@ class RayEngine:
             self._started = True
         self.workers = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._process = ray.remote(max_retries=RAY_RETRIES)(process_task)
+        self._process_shipped = ray.remote(max_retries=RAY_RETRIES)(process_shipped)
+        if self._ship is None:
+            self._ship = sum(node["Alive"] for node in ray.nodes()) > 1
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -116,7 +126,19 @@ class RayEngine:
         ray = self._ray
         source, options_ref = iter(tasks), ray.put(options)
         pending: deque[tuple[Task, Any]] = deque()
+        shipped: dict[str, Any] = {}  # the remote PDF whose tasks are being handed out, in the object store
         ended = False
+
+        def submit(task: Task) -> Any:
+            if not (self._ship and task.origin and not task.error):
+                return self._process.remote(task, options_ref)
+            if task.origin not in shipped:
+                shipped.clear()  # the previous file's object lives on while tasks in flight hold it
+                shipped[task.origin] = ray.put(np.fromfile(task.path, dtype=np.uint8))
+            # only the name travels: the driver's path means nothing on another node
+            return self._process_shipped.remote(
+                replace(task, path=Path(task.path.name)), options_ref, shipped[task.origin]
+            )
 
         def refill() -> None:
             nonlocal ended
@@ -126,7 +148,7 @@ class RayEngine:
                     ended = True
                 if task is None or task is _END:
                     return
-                pending.append((task, self._process.remote(task, options_ref)))
+                pending.append((task, submit(task)))
 
         while True:
             if not pending:
@@ -143,6 +165,15 @@ class RayEngine:
 
 
 _END = object()
+
+
+def process_shipped(task: Task, options: Options, data: np.ndarray) -> list[PageResult]:
+    """A Ray task on a PDF shipped through the object store: written to this node's disk under its own name
+    (MuPDF reads by path), processed as any task, deleted."""
+    with tempfile.TemporaryDirectory(prefix="pipeline-shipped-") as folder:
+        copy = Path(folder) / task.path.name
+        copy.write_bytes(data.data)
+        return process_task(replace(task, path=copy), options)
 
 
 def _check_reachable(address: str) -> None:

@@ -133,7 +133,7 @@ def run(
     resume: bool = True,
     max_pages: int | None = None,
     max_seconds: float | None = None,
-    engine: str = "local",
+    engine: str | Engine = "local",
     ray_address: str | None = None,
     prefetch: int = 2,
     shard_size: int | None = None,
@@ -144,7 +144,8 @@ def run(
     before the next one, so an interrupted run (even ``kill -9``) rerun with the same arguments continues
     where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
     processes; ``engine="ray"`` runs them as Ray tasks (on the cluster at ``ray_address``, or a local Ray of
-    ``workers`` CPUs); the output is the same, in the same order. Inputs may be URLs (``s3://``, ``hf://``,
+    ``workers`` CPUs), as does an engine made by the caller (``RayEngine(..., ship=True)``); the output is the
+    same, in the same order. Inputs may be URLs (``s3://``, ``hf://``,
     ``https://``…): each such PDF is copied here just before its pages, deleted after, ``prefetch`` at most
     at once. ``shard_size`` writes numbered shards of that many pages and an index (``output`` may then be a
     URL: shards are uploaded as they close). ``max_pages`` refuses a run of more pages (``NothingToDo``,
@@ -171,7 +172,7 @@ def run_pages(
     resume: bool = True,
     max_pages: int | None = None,
     max_seconds: float | None = None,
-    engine: str = "local",
+    engine: str | Engine = "local",
     ray_address: str | None = None,
     prefetch: int = 2,
     shard_size: int | None = None,
@@ -190,7 +191,7 @@ def run_pages(
     if urls and max_pages is not None:
         raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
     threshold = threshold_of(options.filter, options.threshold)
-    with make_engine(engine, workers, ray_address) as distributor:
+    with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as distributor:
         local = [pdf for pdf in pdfs if isinstance(pdf, Path)]
         counts = dict(zip(local, distributor.map(_page_count, local), strict=True))
         total = sum(max(count, 1) for count in counts.values())
@@ -394,7 +395,7 @@ def _plan(
             except FetchError as exc:
                 path, error, count = fetcher.copy_path(origin), str(exc), 0
             else:
-                count = engine.map(_page_count, [path])[0]
+                count = _page_count(path)  # here: the copy is on this machine's disk, maybe not on a worker's
             progress.total += max(count, 1)
             task_size = _task_size(count, engine.workers)
         else:

@@ -10,7 +10,7 @@ import pytest
 from factories import ARTICLE, engraving, free_port, mixed_page, pdf_from_images, text_page
 
 from pipeline import Options, run
-from pipeline.engines import make_engine, ray_init_args
+from pipeline.engines import RayEngine, make_engine, ray_init_args
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +94,16 @@ def test_an_interrupted_ray_run_resumes_to_the_same_output(
     # the report's borderline thumbnails are of the last session's pages only (as with the local engine)
     without_report = [entry for entry in local_output if entry[0] != "report.html"]
     assert [entry for entry in _entries(tmp_path / "ray.zip") if entry[0] != "report.html"] == without_report
+
+
+def test_remote_pdfs_shipped_through_rays_object_store_give_the_same_output(
+    ray_cluster: None, tmp_path: Path, archive: Path, local_output: list
+) -> None:
+    """As on a cluster whose nodes do not see this machine's disk: tasks get the file's name only, and the
+    fetched copy's bytes through the object store (file:// URLs are fetched like any remote input)."""
+    summary = run([f"file://{archive}/"], tmp_path / "ray.zip", OPTIONS, engine=RayEngine(2, ship=True))
+    assert summary.remote == 2 and summary.errors == 0
+    assert _entries(tmp_path / "ray.zip") == local_output
 
 
 def test_engine_choices_are_checked() -> None:

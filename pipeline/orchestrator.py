@@ -190,6 +190,8 @@ def run_pages(
         raise ValueError(f"--prefetch must be at least 1 (got {prefetch}): a remote PDF is read from a local copy")
     if urls and max_pages is not None:
         raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
+    if shard_size is not None and options.kohya_config:
+        raise ValueError("--kohya-config and --shard-size: kohya's config names one image folder, shards are many")
     threshold = threshold_of(options.filter, options.threshold)
     with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as distributor:
         local = [pdf for pdf in pdfs if isinstance(pdf, Path)]

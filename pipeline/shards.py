@@ -27,7 +27,7 @@ from pipeline.source import is_url
 from pipeline.tasks import PageImage
 from pipeline.writer import OutputError, Writer, open_writer
 
-INDEX, REPORT_NAME = "index.json", "report.html"
+INDEX = "index.json"
 
 
 class ShardedJournal:
@@ -113,7 +113,7 @@ class ShardedWriter:
             "shard_size": self.shard_size,
             "pages": sum(shard["pages"] for shard in self.closed),
             "images": sum(shard["images"] for shard in self.closed),
-            "shards": [{k: shard[k] for k in ("name", "pages", "images", "bytes")} for shard in self.closed],
+            "shards": self.closed,
         }
         self._publish(self._top(INDEX), json.dumps(index, indent=1) + "\n")
         for name, chunks in files.items():

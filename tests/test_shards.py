@@ -133,3 +133,5 @@ def test_an_output_url_needs_shards(archive: Path) -> None:
         run([archive], "memory://x/out.zip", OPTIONS)
     with pytest.raises(ValueError, match="--shard-size must be at least 1 page"):
         run([archive], "memory://x/out.zip", OPTIONS, shard_size=0)
+    with pytest.raises(ValueError, match="--kohya-config and --shard-size"):
+        run([archive], "memory://x/out.zip", Options(**ARTICLE, kohya_config=True), shard_size=5)

@@ -8,11 +8,13 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from pipeline.engines import ENGINES
 from pipeline.journal import ResumeMismatch
 from pipeline.judges import DEFAULT_JUDGE, JUDGES
 from pipeline.manifest import PageRecord
 from pipeline.options import Options
 from pipeline.orchestrator import NothingToDo, Progress, default_workers, run
+from pipeline.source import is_url
 from pipeline.writer import OutputError
 
 
@@ -22,7 +24,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Turn scanned PDFs into a curated image dataset: pages are streamed one at a time, "
         "judged, and the kept ones written as JPEGs with a manifest.csv (one row per page).",
     )
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="PDF files and/or folders (searched recursively)")
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="PDF files and/or folders (searched recursively), local or any URL fsspec reads (s3://bucket/scans/, "
+        "hf://datasets/org/archive, https://host/issue.pdf; globs too)",
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -110,6 +118,35 @@ def build_parser() -> argparse.ArgumentParser:
         help="worker processes over page ranges (default: the machine's cores, here %(default)s; 1 = least memory)",
     )
     parser.add_argument(
+        "--engine",
+        choices=ENGINES,
+        default="local",
+        help="where page ranges run: local (default): --workers processes on this machine; ray: Ray tasks, on "
+        "the cluster at --ray-address or on a local Ray of --workers CPUs started for the run (same output)",
+    )
+    parser.add_argument(
+        "--ray-address",
+        default=None,
+        metavar="ADDR",
+        help="with --engine ray: 'auto' (the cluster this machine belongs to) or HOST:PORT of a Ray head",
+    )
+    parser.add_argument(
+        "--prefetch",
+        type=int,
+        default=2,
+        metavar="N",
+        help="remote inputs (s3://, hf://, https://...): at most N PDFs copied to local disk at once, each "
+        "deleted once its pages are written (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--shard-size",
+        type=int,
+        default=None,
+        metavar="N",
+        help="write numbered shards of N pages each (OUT-00000.zip... or DIR/00000/...), each with its own "
+        "manifest, and an index; OUT may then be an fsspec URL (s3://bucket/ds/), shards uploaded as they close",
+    )
+    parser.add_argument(
         "--max-pages",
         type=int,
         default=None,
@@ -176,6 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             resume=args.resume,
             max_pages=args.max_pages,
             max_seconds=args.max_seconds,
+            engine=args.engine,
+            ray_address=args.ray_address,
+            prefetch=args.prefetch,
+            shard_size=args.shard_size,
         )
     except (NothingToDo, OutputError, ResumeMismatch, FileNotFoundError, ValueError) as exc:
         bar.close()
@@ -191,7 +232,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images, {summary.duplicates} "
         f"duplicates and {summary.too_small} too small dropped), {summary.errors} errors, "
         f"{summary.warnings} with MuPDF warnings, "
-        f"{summary.seconds:.1f} s → {summary.output} ({summary.output_bytes / 2**20:.1f} MB)"
+        f"{summary.seconds:.1f} s → {args.output if is_url(args.output) else summary.output} "
+        f"({summary.output_bytes / 2**20:.1f} MB{' left here' if is_url(args.output) else ''})"
+        + (
+            f"; peak local disk {summary.peak_disk / 2**20:.1f} MB ({summary.remote} remote PDFs fetched + output)"
+            if summary.remote
+            else ""
+        )
         + (f"; {summary.stopped}: rerun the same command to continue" if summary.stopped else "")
     )
     return 0

@@ -255,13 +255,16 @@ class DuplicateIndex:
         read: Callable[[str], bytes] | None = None,
     ) -> DuplicateIndex:
         """Rebuild the index of a resumed run from its manifest: ``(image name, str(fingerprint))`` per kept image;
-        with ``read`` (a written image's bytes by name), their keypoints too."""
+        with ``read`` (a written image's bytes by name), their keypoints too, where the image can still be read."""
         index = cls(threshold)
         for name, text in rows:
             features = None
             if read is not None:
-                with Image.open(io.BytesIO(read(name))) as image:
-                    features = local_features(image)
+                try:
+                    with Image.open(io.BytesIO(read(name))) as image:
+                        features = local_features(image)
+                except (OSError, KeyError):  # not on this disk (an uploaded shard): found by its hashes only
+                    features = None
             index.add(name, Fingerprint.parse(text), features)
         return index
 

@@ -1,4 +1,4 @@
-"""Run tasks in worker processes (MuPDF is not thread-safe), in order, with bounded memory.
+"""The local engine: run tasks in worker processes (MuPDF is not thread-safe), in order, with bounded memory.
 
 Results come back in task order whatever finishes first, so the output is deterministic; at most
 ``2 × workers`` tasks are in flight; workers are replaced after a number of tasks so that any slow
@@ -8,7 +8,6 @@ costs only its task's pages, recorded as errors, never the run.
 
 from __future__ import annotations
 
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -17,56 +16,15 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-from pipeline.manifest import PageRecord
 from pipeline.options import Options
-
-if TYPE_CHECKING:
-    from pipeline.dedupe import LocalFeatures
+from pipeline.tasks import PageResult, Task, crashed
 
 T = TypeVar("T")
 R = TypeVar("R")
 
-
-@dataclass(frozen=True)
-class Task:
-    """Pages of one PDF for one worker call; ``pages`` are 0-based, empty for a file that fails to open."""
-
-    path: Path
-    stem: str
-    pages: tuple[int, ...]
-    thumbnail_within: tuple[float, float] = (math.inf, math.inf)
-    """Score distance to the threshold under which a page may be among the report's borderline pages
-    (rejected, kept): only those get a thumbnail made in the worker."""
-
-
-@dataclass(frozen=True)
-class PageImage:
-    """One encoded output image and what the writer and the deduplicator need to know about it."""
-
-    name: str
-    data: bytes
-    fingerprint: str
-    size: tuple[int, int]
-    undersized: bool
-    box: tuple[float, float, float, float] | None
-    region: int | None
-    words: str = ""
-    """The words printed in and around the picture (its caption's ``{words}``)."""
-    features: LocalFeatures | None = None
-    """Its keypoints, to find it again under another box (``None`` when deduplication is off)."""
-
-
-@dataclass
-class PageResult:
-    """A page's manifest record, its images, and a thumbnail when it may be a borderline page."""
-
-    record: PageRecord
-    images: list[PageImage] = field(default_factory=list)
-    thumbnail: bytes | None = None
+CRASHED = "the worker process crashed on this range of pages (MuPDF failure)"
 
 
 def process_task(task: Task, options: Options) -> list[PageResult]:
@@ -106,8 +64,11 @@ class Distributor:
             return [function(item) for item in items]
         return list(self._pool.map(function, items))
 
-    def run(self, tasks: Iterable[Task], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
-        """Yield ``(task, results)`` in task order."""
+    def run(self, tasks: Iterable[Task | None], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
+        """Yield ``(task, results)`` in task order.
+
+        ``tasks`` may yield ``None`` while tasks are in flight: nothing more can start until those are
+        committed (a file still being fetched); what is in flight is handed out before it is asked again."""
         if self._pool is None:
             for task in tasks:
                 yield task, process_task(task, options)
@@ -115,8 +76,9 @@ class Distributor:
         queue = PeekableTasks(tasks)
         pending: deque[tuple[Task, Future]] = deque()
         self._refill(pending, queue, options)
-        while pending or self._recycle(queue):
+        while pending or queue.has_more():
             if not pending:
+                self._recycle()
                 self._refill(pending, queue, options)
                 continue
             task, future = pending.popleft()
@@ -132,7 +94,7 @@ class Distributor:
                     try:
                         outcome = self._pool.submit(process_task, suspect, options).result()
                     except BrokenProcessPool:
-                        outcome = _crashed(suspect)
+                        outcome = crashed(suspect, CRASHED)
                         self._restart()
                     yield suspect, outcome
                 self._refill(pending, queue, options)
@@ -150,12 +112,10 @@ class Distributor:
         self._pool.shutdown(wait=True, cancel_futures=True)
         self._pool = self._new_pool()
 
-    def _recycle(self, queue: PeekableTasks) -> bool:
-        """Once the pool has run its quota and drained, replace its workers; ``False`` when no task is left."""
-        if not queue.has_more():
-            return False
-        self._restart()
-        return True
+    def _recycle(self) -> None:
+        """Once the pool has run its quota and drained, replace its workers."""
+        if self._submitted >= self._tasks_per_pool:
+            self._restart()
 
     def _refill(self, pending: deque, queue: PeekableTasks, options: Options) -> None:
         while len(pending) < 2 * self.workers and self._submitted < self._tasks_per_pool:
@@ -167,9 +127,11 @@ class Distributor:
 
 
 class PeekableTasks:
-    """An iterator of tasks that can say whether another one is coming without losing it."""
+    """An iterator of tasks that can say whether another one is coming without losing it.
 
-    def __init__(self, tasks: Iterable[Task]) -> None:
+    Asked while nothing is in flight, a task source never says wait, so ``has_more`` is a real answer."""
+
+    def __init__(self, tasks: Iterable[Task | None]) -> None:
         self._tasks = iter(tasks)
         self._head: Task | None = None
 
@@ -179,6 +141,7 @@ class PeekableTasks:
         return self._head is not None
 
     def next(self) -> Task | None:
+        """The next task, or ``None`` at the end or while the source says wait."""
         task = self._head if self._head is not None else next(self._tasks, None)
         self._head = None
         return task
@@ -200,8 +163,3 @@ def _die_with_parent() -> None:
         os._exit(1)  # no cleanup to run: the run's own process is gone, nothing reads our results
 
     threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
-
-
-def _crashed(task: Task) -> list[PageResult]:
-    message = "the worker process crashed on this range of pages (MuPDF failure)"
-    return [PageResult(PageRecord(task.path.name, index + 1, error=message)) for index in task.pages]

@@ -1,4 +1,5 @@
-"""Compose the run: find PDFs → plan page ranges → workers (judge, render kept, fit) → writer, in order."""
+"""Compose the run: find PDFs → fetch remote ones → plan page ranges → engine (judge, render kept, fit) →
+writer, in order."""
 
 from __future__ import annotations
 
@@ -14,13 +15,16 @@ from pathlib import Path
 
 from pipeline.captions import DATASET_CONFIG, CaptionTemplate, dataset_config_toml
 from pipeline.dedupe import DuplicateIndex, Fingerprint
-from pipeline.distributor import Distributor, PageResult, Task
+from pipeline.engines import Engine, make_engine
+from pipeline.fetch import Fetcher, FetchError
 from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
 from pipeline.options import Options
 from pipeline.report import REPORT, Borderline, render_report
-from pipeline.source import PdfError, check_pdf, find_pdfs
+from pipeline.shards import ShardedWriter
+from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
+from pipeline.tasks import PageResult, Task
 from pipeline.writer import Writer, open_writer
 
 PAGES_PER_TASK = 8
@@ -65,10 +69,14 @@ class Summary:
     """Thumbnails of the pages nearest the threshold, on both sides (this session's pages)."""
     output: Path = Path()
     output_bytes: int = 0
-    files: dict[Path, FileSummary] = dataclasses.field(default_factory=dict)
-    """What happened to each input PDF, in input order (pages of this session's run)."""
+    files: dict[Path | str, FileSummary] = dataclasses.field(default_factory=dict)
+    """What happened to each input PDF (path, or URL for a remote one), in input order (this session's pages)."""
     total: int = 0
-    """Pages of all inputs (an unreadable file counts one)."""
+    """Pages of all inputs (an unreadable file counts one); a remote file's count joins once it is fetched."""
+    remote: int = 0
+    """Input PDFs read from URLs (fetched to local copies)."""
+    peak_disk: int = 0
+    """Most local disk the run held at once: fetched copies plus the output (the output alone without URLs)."""
     stopped: str = ""
     """Why the run stopped before its last page (its time budget), or empty when it did not."""
 
@@ -124,17 +132,28 @@ def run(
     resume: bool = True,
     max_pages: int | None = None,
     max_seconds: float | None = None,
+    engine: str | Engine = "local",
+    ray_address: str | None = None,
+    prefetch: int = 2,
+    shard_size: int | None = None,
 ) -> Summary:
     """Process every page of every PDF among ``inputs`` into ``output`` (``*.zip`` or a folder).
 
     Bad files and pages are recorded in the manifest and skipped. Each page is committed to the output
     before the next one, so an interrupted run (even ``kill -9``) rerun with the same arguments continues
     where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
-    processes; the output is the same, in the same order. ``max_pages`` refuses a run of more pages
-    (``NothingToDo``, before any page is processed); ``max_seconds`` stops it after the page that passes
-    that time, with the pages done so far written and the reason in ``Summary.stopped``.
+    processes; ``engine="ray"`` runs them as Ray tasks (on the cluster at ``ray_address``, or a local Ray of
+    ``workers`` CPUs), as does an engine made by the caller (``RayEngine(..., ship=True)``); the output is the
+    same, in the same order. Inputs may be URLs (``s3://``, ``hf://``,
+    ``https://``…): each such PDF is copied here just before its pages, deleted after, ``prefetch`` at most
+    at once. ``shard_size`` writes numbered shards of that many pages and an index (``output`` may then be a
+    URL: shards are uploaded as they close). ``max_pages`` refuses a run of more pages (``NothingToDo``,
+    before any page is processed); ``max_seconds`` stops it after the page that passes that time, with the
+    pages done so far written and the reason in ``Summary.stopped``.
     """
-    pages = run_pages(inputs, output, options, workers, resume, max_pages, max_seconds)
+    pages = run_pages(
+        inputs, output, options, workers, resume, max_pages, max_seconds, engine, ray_address, prefetch, shard_size
+    )
     while True:
         try:
             record, progress = next(pages)
@@ -152,34 +171,55 @@ def run_pages(
     resume: bool = True,
     max_pages: int | None = None,
     max_seconds: float | None = None,
+    engine: str | Engine = "local",
+    ray_address: str | None = None,
+    prefetch: int = 2,
+    shard_size: int | None = None,
 ) -> Generator[tuple[PageRecord, Progress], None, Summary]:
     """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
 
     For callers that must be able to stop a run between pages (the Space's Cancel button): closing the
     generator stops the workers and closes the output with the pages committed so far (resumable).
     """
-    pdfs = [path.resolve() for path in find_pdfs(inputs)]
+    pdfs = [path if isinstance(path, str) else path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
+    urls = [pdf for pdf in pdfs if isinstance(pdf, str)]
+    if urls and prefetch < 1:
+        raise ValueError(f"--prefetch must be at least 1 (got {prefetch}): a remote PDF is read from a local copy")
+    if urls and max_pages is not None:
+        raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
+    if shard_size is not None and options.kohya_config:
+        raise ValueError("--kohya-config and --shard-size: kohya's config names one image folder, shards are many")
     threshold = threshold_of(options.filter, options.threshold)
-    with Distributor(workers) as distributor:
-        counts = distributor.map(_page_count, pdfs)
-        total = sum(max(count, 1) for count in counts)
+    with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as distributor:
+        local = [pdf for pdf in pdfs if isinstance(pdf, Path)]
+        counts = dict(zip(local, distributor.map(_page_count, local), strict=True))
+        total = sum(max(count, 1) for count in counts.values())
         if max_pages is not None and total > max_pages:
             raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
-        writer = open_writer(output, _run_id(pdfs, options), resume)
+        run_id = _run_id(pdfs, options)
+        writer = (
+            open_writer(output, run_id, resume)
+            if shard_size is None
+            else ShardedWriter(output, run_id, resume, shard_size)
+        )
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.files = {path: FileSummary() for path in pdfs}
+        summary.remote = len(urls)
         duplicates = _duplicate_index(writer, options.dedupe)
         captions = options.captions()
         summary.total = total
         progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
+        fetcher = Fetcher(urls, prefetch) if urls else None
+        flow = Flow()
         start = time.perf_counter()
         complete = False
         try:
-            tasks = _plan(pdfs, counts, done, summary.borderline, _task_size(total - len(done), workers))
-            for task, results in distributor.run(tasks, options):
+            size = _task_size(total - len(done), distributor.workers)
+            plan = _plan(pdfs, counts, done, summary.borderline, size, fetcher, flow, distributor, progress)
+            for task, results in distributor.run(plan, options):
                 for result in results:
                     record = _commit(writer, task, result, duplicates, captions, summary)
                     progress.done += 1
@@ -187,9 +227,15 @@ def run_pages(
                     progress.output_bytes = writer.size()
                     yield record, progress
                 del results
-                if max_seconds is not None and time.perf_counter() - start > max_seconds and progress.done < total:
+                if flow.committed(task) and fetcher is not None:
+                    fetcher.release(task.origin)
+                if fetcher is not None:
+                    fetcher.note_output(writer.size())
+                late = max_seconds is not None and time.perf_counter() - start > max_seconds
+                if late and progress.done < progress.total:
                     summary.stopped = (
-                        f"stopped after the time budget of {max_seconds:g} s, {progress.done:,} of {total:,} pages done"
+                        f"stopped after the time budget of {max_seconds:g} s, "
+                        f"{progress.done:,} of {progress.total:,} pages done"
                     )
                     break
             complete = not summary.stopped
@@ -197,7 +243,34 @@ def run_pages(
             writer.close(complete, _extra_files(writer, options, summary))
             summary.seconds = time.perf_counter() - start
             summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
+            summary.total = progress.total
+            summary.peak_disk = summary.output_bytes
+            if fetcher is not None:
+                fetcher.note_output(summary.output_bytes)
+                summary.peak_disk = fetcher.peak_bytes
+                fetcher.close()
     return summary
+
+
+class Flow:
+    """Tasks handed to the engine and not yet committed, per file: the plan must not wait for a download
+    while any are (the download may wait for their file's deletion), and a file is released with its last."""
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self._left: dict[str, int] = {}
+
+    def planned(self, key: str, tasks: int) -> None:
+        self._left[key] = tasks
+
+    def handed_out(self) -> None:
+        self.in_flight += 1
+
+    def committed(self, task: Task) -> bool:
+        """Count ``task`` as committed; whether it was its file's last."""
+        self.in_flight -= 1
+        self._left[task.key] -= 1
+        return self._left[task.key] == 0
 
 
 def _commit(
@@ -227,11 +300,11 @@ def _commit(
             record.undersized.append(image.name)
     source = Path(record.source).stem
     texts = [captions.caption(source, record.page, image.region, image.words) for image in images]
-    writer.commit((str(task.path), record.page), record, images, texts)
+    writer.commit((task.key, record.page), record, images, texts)
     if result.thumbnail is not None and summary.borderline is not None:
         summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)
     summary.pages += record.page is not None
-    file = summary.files.setdefault(task.path, FileSummary())
+    file = summary.files.setdefault(task.origin or task.path, FileSummary())
     file.pages += record.page is not None
     file.kept += record.kept
     file.images += len(images)
@@ -298,20 +371,51 @@ def _task_size(pages: int, workers: int) -> int:
 
 
 def _plan(
-    pdfs: Sequence[Path], counts: Sequence[int], done: set, borderline: Borderline, size: int = PAGES_PER_TASK
-) -> Iterator[Task]:
+    pdfs: Sequence[Path | str],
+    counts: dict[Path, int],
+    done: set,
+    borderline: Borderline,
+    size: int,
+    fetcher: Fetcher | None,
+    flow: Flow,
+    engine: Engine,
+    progress: Progress,
+) -> Iterator[Task | None]:
     """Page ranges of ``size`` pages, in input order, without the pages an earlier run committed.
 
     Lazy: each task carries the borderline collector's state when it is handed out, so workers make
-    thumbnails only for pages that may still enter it."""
-    for path, stem, count in zip(pdfs, _unique_stems(pdfs), counts, strict=True):
-        if count == 0:  # the file cannot be opened: one task yields its error row
-            if (str(path), None) not in done:
-                yield Task(path, stem, (), _within(borderline))
-            continue
-        todo = [index for index in range(count) if (str(path), index + 1) not in done]
-        for start in range(0, len(todo), size):
-            yield Task(path, stem, tuple(todo[start : start + size]), _within(borderline))
+    thumbnails only for pages that may still enter it. A remote PDF's ranges come once its copy is
+    fetched: until then, ``None`` (wait) while tasks are in flight, since the download may need the slot of
+    a file whose last pages are among them; with nothing in flight, the plan waits for the download itself.
+    """
+    for path, stem in zip(pdfs, _unique_stems(pdfs), strict=True):
+        origin, error = "", ""
+        if isinstance(path, str):
+            origin = path
+            while not fetcher.ready(origin) and flow.in_flight:
+                yield None
+            try:
+                path = fetcher.get(origin)
+            except FetchError as exc:
+                path, error, count = fetcher.copy_path(origin), str(exc), 0
+            else:
+                count = _page_count(path)  # here: the copy is on this machine's disk, maybe not on a worker's
+            progress.total += max(count, 1)
+            task_size = _task_size(count, engine.workers)
+        else:
+            count, task_size = counts[path], size
+        key = origin or str(path)
+        if count == 0:  # the file cannot be fetched or opened: one task yields its error row
+            ranges = [()] if (key, None) not in done else []
+        else:
+            todo = [index for index in range(count) if (key, index + 1) not in done]
+            ranges = [tuple(todo[start : start + task_size]) for start in range(0, len(todo), task_size)]
+        flow.planned(key, len(ranges))
+        if not ranges and fetcher is not None and origin:
+            fetcher.release(origin)
+        for pages in ranges:
+            flow.handed_out()
+            yield Task(path, stem, pages, _within(borderline), origin, error)
 
 
 def _within(borderline: Borderline) -> tuple[float, float]:
@@ -325,7 +429,7 @@ def _page_count(path: Path) -> int:
         return 0
 
 
-def _run_id(pdfs: Sequence[Path], options: Options) -> str:
+def _run_id(pdfs: Sequence[Path | str], options: Options) -> str:
     """Identifies what a run produces (inputs and options), so only the same run is resumed."""
     fields = dataclasses.asdict(options)
     fields.pop("gc_every")  # changes how, not what
@@ -333,7 +437,7 @@ def _run_id(pdfs: Sequence[Path], options: Options) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
-def _unique_stems(pdfs: Sequence[Path]) -> list[str]:
+def _unique_stems(pdfs: Sequence[Path | str]) -> list[str]:
     """Image name prefixes: the PDF's stem made portable, ``~2``, ``~3``… added where it is taken already."""
     registry = StemRegistry()
-    return [registry.reserve(path.stem) for path in pdfs]
+    return [registry.reserve(Path(remote_name(pdf) if isinstance(pdf, str) else pdf).stem) for pdf in pdfs]

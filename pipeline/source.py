@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import ModuleType
 from typing import TYPE_CHECKING
+from urllib.parse import unquote, urlsplit
 
 from pipeline.names import safe_text
 
@@ -20,23 +22,69 @@ class PdfError(Exception):
     """A PDF that cannot be processed at all; the message names the file and the reason."""
 
 
-def find_pdfs(inputs: Iterable[str | Path]) -> list[Path]:
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_GLOB = re.compile(r"[*?\[]")
+
+
+def is_url(item: str | Path) -> bool:
+    """Whether an input names a remote file or folder (``s3://``, ``hf://``, ``https://``…), not a local path."""
+    return isinstance(item, str) and bool(_URL.match(item))
+
+
+def remote_name(url: str) -> str:
+    """A URL's file name as people know it (``https://host/a%20b.pdf`` → ``a b.pdf``)."""
+    return PurePosixPath(unquote(urlsplit(url).path)).name or "remote.pdf"
+
+
+def find_pdfs(inputs: Iterable[str | Path]) -> list[Path | str]:
     """PDF files among ``inputs``: files as given, folders searched recursively, sorted, no repeats.
 
-    Raises ``FileNotFoundError`` for an input that does not exist, so a typo is not a silent no-op.
+    An input that is a URL fsspec reaches (``s3://bucket/scans/``, ``hf://datasets/org/archive``,
+    ``https://host/issue.pdf``, globs too) gives URLs; local inputs give paths. Raises ``FileNotFoundError``
+    for an input that does not exist or cannot be reached, so a typo is not a silent no-op.
     """
-    found: list[Path] = []
-    for item in map(Path, inputs):
+    found: list[Path | str] = []
+    for item in inputs:
+        if is_url(item):
+            found.extend(_find_remote(str(item)))
+            continue
+        item = Path(item)
         if item.is_dir():
             found.extend(sorted(p for p in item.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()))
         elif item.is_file():
             found.append(item)
         else:
             raise FileNotFoundError(f"{item}: no such file or folder")
-    unique: dict[Path, Path] = {}
+    unique: dict[Path | str, Path | str] = {}
     for path in found:
-        unique.setdefault(path.resolve(), path)
+        unique.setdefault(path if isinstance(path, str) else path.resolve(), path)
     return list(unique.values())
+
+
+def _find_remote(url: str) -> list[str]:
+    """PDF URLs under ``url``: itself when it names a ``.pdf``, a glob's matches, or a folder's, sorted."""
+    try:
+        import fsspec
+
+        fs, path = fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as exc:  # an unknown protocol, or its back-end is not installed
+        raise FileNotFoundError(f"{url}: cannot read this kind of URL ({exc})") from None
+    try:
+        if _GLOB.search(path):
+            matches = fs.glob(path)
+        elif path.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
+            if not fs.exists(path):
+                raise FileNotFoundError(url)
+            return [url]
+        elif fs.isdir(path):
+            matches = fs.find(path)
+        else:
+            raise FileNotFoundError(url)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{url}: no such file or folder") from None
+    except Exception as exc:  # noqa: BLE001 - any back-end's failure (network, auth) is the input's problem
+        raise FileNotFoundError(f"{url}: cannot be reached ({type(exc).__name__}: {exc})") from None
+    return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
 
 
 def open_pdf(path: str | Path) -> pymupdf.Document:

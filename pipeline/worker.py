@@ -15,7 +15,6 @@ import pymupdf
 from pipeline.budget import check_page, check_view
 from pipeline.cleanup import Cleanup
 from pipeline.dedupe import fingerprint, local_features
-from pipeline.distributor import PageImage, PageResult, Task
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.manifest import PageRecord
@@ -25,6 +24,7 @@ from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
 from pipeline.scan import Scan, decoder_warnings, find_scan
 from pipeline.source import PdfError, open_pdf
+from pipeline.tasks import PageImage, PageResult, Task
 from pipeline.words import words_near
 
 # MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
@@ -34,8 +34,10 @@ pymupdf.TOOLS.mupdf_display_warnings(False)
 
 
 def process_task(task: Task, options: Options) -> list[PageResult]:
-    """Process ``task``'s pages in order; a file that cannot be opened gives one error result."""
+    """Process ``task``'s pages in order; a file that cannot be fetched or opened gives one error result."""
     try:
+        if task.error:
+            raise PdfError(task.error)
         doc = _open(task.path)
     except PdfError as exc:
         return [PageResult(PageRecord(source=safe_text(task.path.name), page=None, error=str(exc)))]
@@ -47,6 +49,8 @@ def process_task(task: Task, options: Options) -> list[PageResult]:
             cleanup.after_page()
     finally:
         judge.release()
+        if task.origin:  # a fetched copy is deleted once its pages are committed: hold no disk after that
+            _close(task.path)
     return results
 
 
@@ -62,6 +66,12 @@ def _open(path: Path) -> pymupdf.Document:
         _opened.clear()
         _opened[path] = open_pdf(path)
     return _opened[path]
+
+
+def _close(path: Path) -> None:
+    doc = _opened.pop(path, None)
+    if doc is not None:
+        doc.close()
 
 
 def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Options, task: Task) -> PageResult:

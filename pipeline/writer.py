@@ -12,13 +12,14 @@ from pipeline.captions import METADATA, caption_name, metadata_line
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.names import safe_text
+from pipeline.source import is_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from PIL import Image
 
-    from pipeline.distributor import PageImage
+    from pipeline.tasks import PageImage
 
 MANIFEST = "manifest.csv"
 _ZIPINFO_FIELDS = (
@@ -151,6 +152,8 @@ def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
     """A zip writer for ``*.zip``, a folder writer otherwise; with ``resume`` an interrupted run of the
     same ``run_id`` is continued (its progress file: ``OUT.zip.progress`` or ``DIR/.progress``).
     """
+    if is_url(str(output)):
+        raise OutputError(f"{output}: an output URL needs --shard-size (shards are uploaded as they close)")
     path = Path(output)
     is_zip = path.suffix.lower() == ".zip" and not str(output).endswith(("/", "\\"))
     progress = path.with_name(path.name + ".progress") if is_zip else path / ".progress"

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pipeline.distributor import PageImage
 from pipeline.fit import encode_jpeg
 from pipeline.journal import ResumeMismatch
 from pipeline.manifest import COLUMNS, PageRecord
+from pipeline.tasks import PageImage
 from pipeline.writer import FolderWriter, OutputError, ZipWriter, open_writer, read_images
 
 JPEG = encode_jpeg(Image.fromarray(np.zeros((16, 16, 3), np.uint8)), 90)

@@ -9,7 +9,8 @@ pages whose decision differs from the unperturbed page's, split into lost (kept 
 page, nothing at all on the perturbed one).
 
 Perturbations: black frames of 2–15 % on 1–4 sides (the page pasted onto a black canvas, sometimes the
-page itself tinted grey), a gutter shadow (a smooth darkening over 12 % of the width toward one edge),
+page itself tinted grey), a gutter shadow (a smooth darkening over 12 % of the width toward one edge), a
+dark edge strip (a grey band along one edge),
 paper tint with lowered contrast (yellowed or greenish microfilm), ±2° rotation, JPEG at quality 30,
 down-scaling to 100 dpi, and grey vs binarized (binarized pages blurred to grey, grey pages Otsu-binarized).
 """
@@ -70,6 +71,23 @@ def shadow(side: str, depth: float = 0.35) -> Perturb:
     return apply
 
 
+def strip(side: str, width: float = 0.04, tone: float = 0.6) -> Perturb:
+    """A dark edge strip: a band ``width`` of the page wide along ``side`` at ``tone`` of the page's
+    brightness with a soft inner edge (the facing page's edge, a curled margin, a microfilm splice)."""
+
+    def apply(img: np.ndarray, dpi: float) -> np.ndarray:
+        w = img.shape[1]
+        n, soft = max(1, int(width * w)), max(1, int(dpi / 25.4))
+        ramp = np.ones(w, np.float32)
+        ramp[:n] = tone
+        ramp[n : n + soft] = np.linspace(tone, 1.0, len(ramp[n : n + soft]))
+        if side == "r":
+            ramp = ramp[::-1]
+        return (img.astype(np.float32) * ramp).astype(np.uint8)
+
+    return apply
+
+
 def tint(paper: int, ink: int) -> Perturb:
     """Tinted, low-contrast paper: grey levels mapped linearly so white becomes ``paper`` and black ``ink``
     (yellowed or greenish microfilm seen in grey)."""
@@ -81,10 +99,14 @@ def tint(paper: int, ink: int) -> Perturb:
 
 
 def rotate(degrees: float) -> Perturb:
+    """A skewed page; the corners it uncovers get the paper's tone (as deskewing software fills them; a dark
+    scanner bed around a page is the frame perturbation's case)."""
+
     def apply(img: np.ndarray, _dpi: float) -> np.ndarray:
         h, w = img.shape
         m = cv2.getRotationMatrix2D((w / 2, h / 2), degrees, 1.0)
-        return cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        paper = int(np.percentile(img[::8, ::8], 95))
+        return cv2.warpAffine(img, m, (w, h), flags=cv2.INTER_LINEAR, borderValue=paper)
 
     return apply
 
@@ -126,6 +148,9 @@ PERTURBATIONS: dict[str, Perturb] = {
     "frame 10 %, page tinted grey": frame(0.10, "tblr", tint=0.7),
     "gutter shadow (left)": shadow("l"),
     "gutter shadow (right)": shadow("r"),
+    "deep gutter shadow (left)": shadow("l", depth=0.15),
+    "dark edge strip (left)": strip("l"),
+    "dark edge strip (right), 8 %": strip("r", width=0.08, tone=0.45),
     "yellowed paper, low contrast": tint(215, 120),
     "green microfilm, faint": tint(175, 95),
     "rotation +2°": rotate(2.0),

@@ -5,7 +5,9 @@ scans, 300 dpi) and ``pdfs/`` (newspaper scans, drawn at 144 dpi from their embe
 one at that resolution as scanners and microfilm perturb pages, makes the judge's 72 dpi view from it as
 ``pipeline.scan`` does from a scan (an area resize) and judges it. Per perturbation it reports the share of
 pages whose decision differs from the unperturbed page's, split into lost (kept → dropped) and gained
-(dropped → kept), and how many illustration pages it sends to score 0 (something found on the unperturbed
+(dropped → kept), how many flips make a labelled page wrong (an illustration dropped, a text page or target
+kept; ``minor`` and ``text_minor_cuts`` pages are unlabelled either way), and how many illustration pages it
+sends to score 0 (something found on the unperturbed
 page, nothing at all on the perturbed one).
 
 Perturbations: black frames of 2–15 % on 1–4 sides (the page pasted onto a black canvas, sometimes the
@@ -193,7 +195,7 @@ def main() -> None:
     cv2.setNumThreads(1)
     judge = make_judge(args.judge)
     chosen = {k: v for k, v in PERTURBATIONS.items() if not args.only or any(w in k for w in args.only)}
-    rows = {k: {"lost": 0, "gained": 0, "zero": 0, "n": 0} for k in chosen}
+    rows = {k: {"lost": 0, "gained": 0, "wrong": 0, "zero": 0, "n": 0} for k in chosen}
     base_pos = base_neg = n_pos = 0
     t0 = time.perf_counter()
     for name, label, img, dpi in pages(args.data):
@@ -208,18 +210,21 @@ def main() -> None:
             row["lost"] += base.keep and not v.keep
             row["gained"] += v.keep and not base.keep
             row["zero"] += label == "illustration" and base.score > 0.0 and v.score == 0.0
+            truth = {"illustration": True, "text": False, "target": False}.get(label)
+            row["wrong"] += v.keep != base.keep and truth is not None and v.keep != truth
             if args.flips and v.keep != base.keep:
                 print(f"  {key}: {name} ({label}) {base.score:.2f} -> {v.score:.2f}")
     print(
         f"\n{rows[next(iter(rows))]['n'] if rows else 0} pages ({n_pos} illustration); unperturbed: "
         f"{base_pos} illustration pages kept, {base_neg} text/target pages kept; {time.perf_counter() - t0:.0f} s"
     )
-    print("\n| perturbation | decisions flipped | kept → dropped | dropped → kept | illustration pages sent to 0 |")
-    print("| --- | --- | --- | --- | --- |")
+    head = "perturbation | decisions flipped | kept → dropped | dropped → kept | of them wrong | pictures sent to 0"
+    print(f"\n| {head} |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for key, r in rows.items():
         flips = r["lost"] + r["gained"]
         share = f"{flips} ({100 * flips / r['n']:.1f} %)"
-        print(f"| {key} | {share} | {r['lost']} | {r['gained']} | {r['zero']} of {n_pos} |")
+        print(f"| {key} | {share} | {r['lost']} | {r['gained']} | {r['wrong']} | {r['zero']} of {n_pos} |")
 
 
 if __name__ == "__main__":

@@ -259,10 +259,11 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     return _line_mask(ink > 0.5, length).astype(np.float32)  # a copy: the mask itself is scratch
 
 
-def _areas(inked: np.ndarray, thick: int, side: int) -> np.ndarray:
+def _areas(inked: np.ndarray, thick: int, side: int, max_aspect: float) -> np.ndarray:
     """``1`` (uint8) on the ink inside areas of ink: connected ink at least ``thick`` across everywhere
-    (strokes and rules are thinner) whose extent is at least ``side`` both ways (edge strips and shadow bands
-    are narrower). On a grid 4x coarser (an exact area reduction, majority per cell): sizes are millimetres."""
+    (strokes and rules are thinner) whose extent is at least ``side`` both ways and at most ``max_aspect``
+    times longer than wide (edge strips and gutter shadows are narrower or run along the whole page). On a
+    grid 4x coarser (an exact area reduction, majority per cell): these sizes are millimetres."""
     h, w = inked.shape
     f = 4
     hc, wc = h // f, w // f
@@ -275,7 +276,8 @@ def _areas(inked: np.ndarray, thick: int, side: int) -> np.ndarray:
     if not cv2.countNonZero(small):
         return out
     _n, labels, stats, _ = cv2.connectedComponentsWithStats(small, connectivity=8, ltype=cv2.CV_32S)
-    big = np.minimum(stats[:, 2], stats[:, 3]) * f >= side
+    short, long = np.minimum(stats[:, 2], stats[:, 3]), np.maximum(stats[:, 2], stats[:, 3])
+    big = (short * f >= side) & (long <= max_aspect * short)
     big[0] = False
     # the areas' inside only: a rule or frame along an area's edge is still a rule
     inside = cv2.erode(big[labels].view(np.uint8), _rect(3, 3))
@@ -386,8 +388,9 @@ class StructureJudge:
       cores in dense text 0.1-0.25).
     * ``solid_ref`` (0.4) -- share of the inked area that is solid black beyond which a region looks
       like a card, bar or masthead rather than a picture (pictures measure 0.05-0.3).
-    * ``variety_ref`` (0.35) -- share of the region near a sharp ink edge below which it looks like a
-      uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05).
+    * ``variety_ref`` (0.45) -- share of the region near a sharp ink edge below which it looks like a
+      uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05, and a target's resolution gratings,
+      which the view renders as flat grey, ~0.25-0.3): midway between.
     * ``max_aspect`` (4) -- longer/shorter side beyond which a region looks like a headline or rule.
     * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring,
       unless they lie in an area of ink holding whole ``line_mm`` squares (a photo's or a dark passage's tone;
@@ -436,7 +439,7 @@ class StructureJudge:
     stroke_gap_mm: float = 1.0
     reach: float = 1.0
     merge_score: float = 0.25
-    variety_ref: float = 0.35
+    variety_ref: float = 0.45
     row_ratio: float = 0.5
     ink_lo: float = 0.25
     ink_hi: float = 0.75
@@ -519,7 +522,7 @@ class StructureJudge:
         # rules and edge strips are bands: an area of ink (a fine-screen halftone or a dark passage, which the
         # view renders as solid grey at any screen finer than ~50 lpi) keeps its straight runs for the texture
         # measure; strokes and the region evidence below go without any straight run, as before
-        tone = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi))
+        tone = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi), self.max_aspect)
         np.copyto(ink, 0.0, where=cv2.subtract(lines, tone).view(bool))
         inkh = _column_means(ink, f, plane[0])
         np.copyto(ink, 0.0, where=lines.view(bool))

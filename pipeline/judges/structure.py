@@ -10,7 +10,9 @@ Principle (from how historical print is made):
 * **Display type** (headlines in capitals 5-25 mm tall) can be denser than that window is tall, but it too
   stands in lines: bands of similar height separated by leading that is empty along a span of 20 mm. Such
   bands are lines of type, never picture texture, whatever their size.
-* **Rules, frames and scanner edges** are long straight runs and are removed before measuring;
+* **Rules, frames and scanner edges** are long straight runs and are removed before measuring; an area
+  of ink (a photo at a screen finer than the view resolves is flat grey) keeps its runs: rules are thin. A
+  page on a black scanner bed or microfilm frame is cropped out of its frame and judged alone;
   **microfilm targets** are negative (mostly dark) cards, refused outright, or big glyphs, solid blocks
   and uniform grey patches, which have little fine variety and much solid black.
 
@@ -99,9 +101,11 @@ def ink_map(
     """Ink coverage in ``[0, 1]`` relative to the local paper tone.
 
     The paper level is a grey max-filter over ~25 mm (toned, foxed or unevenly lit paper all become
-    "white"), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so paper grain, bleed-through and
-    blur count as nothing and both 1-bit and grey scans give comparable maps. ``out`` / ``work``: float32
-    arrays of the page's shape to use instead of fresh ones (the result is ``out``; ``work`` is clobbered).
+    "white"), capped by the brightest cell of its column and row (gutter shadows and light falling off
+    toward an edge run the page's whole length), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so
+    paper grain, bleed-through and blur count as nothing and both 1-bit and grey scans give comparable maps.
+    ``out`` / ``work``: float32 arrays of the page's shape to use instead of fresh ones (the result is
+    ``out``; ``work`` is clobbered).
     """
     h, w = gray.shape
     f = 8
@@ -113,6 +117,12 @@ def ink_map(
     black = _percentiles(small, [1])[0]
     k = max(3, _px(25.0, dpi / f) | 1)
     paper = cv2.dilate(small.astype(np.float32), _rect(k, k))
+    # a gutter shadow or light falling off toward an edge runs the page's whole length, so no column (row)
+    # of it has paper brighter than its brightest cell: the paper level is capped by that, where a picture's
+    # column still reaches the margins' paper. An 8 mm max filter across ignores rules along the page.
+    m = max(3, _px(8.0, dpi / f) | 1)
+    np.minimum(paper, cv2.dilate(small.max(axis=0, keepdims=True).astype(np.float32), _rect(m, 1)), out=paper)
+    np.minimum(paper, cv2.dilate(small.max(axis=1, keepdims=True).astype(np.float32), _rect(1, m)), out=paper)
     # ink = ((paper - g) / max(paper - black, 40) - lo) / (hi - lo) is linear in g: its slope and offset are
     # computed on the coarse grid and interpolated, so the full page sees one multiply, one subtract and the
     # clip (instead of seven float passes, which cost more than everything else here on a newspaper page)
@@ -259,11 +269,10 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     return _line_mask(ink > 0.5, length).astype(np.float32)  # a copy: the mask itself is scratch
 
 
-def _areas(inked: np.ndarray, thick: int, side: int, max_aspect: float) -> np.ndarray:
+def _areas(inked: np.ndarray, thick: int, side: int) -> np.ndarray:
     """``1`` (uint8) on the ink inside areas of ink: connected ink at least ``thick`` across everywhere
-    (strokes and rules are thinner) whose extent is at least ``side`` both ways and at most ``max_aspect``
-    times longer than wide (edge strips and gutter shadows are narrower or run along the whole page). On a
-    grid 4x coarser (an exact area reduction, majority per cell): these sizes are millimetres."""
+    (strokes and rules are thinner) whose extent is at least ``side`` both ways (dark edge strips are
+    narrower). On a grid 4x coarser (an exact area reduction, majority per cell): sizes are millimetres."""
     h, w = inked.shape
     f = 4
     hc, wc = h // f, w // f
@@ -276,8 +285,7 @@ def _areas(inked: np.ndarray, thick: int, side: int, max_aspect: float) -> np.nd
     if not cv2.countNonZero(small):
         return out
     _n, labels, stats, _ = cv2.connectedComponentsWithStats(small, connectivity=8, ltype=cv2.CV_32S)
-    short, long = np.minimum(stats[:, 2], stats[:, 3]), np.maximum(stats[:, 2], stats[:, 3])
-    big = (short * f >= side) & (long <= max_aspect * short)
+    big = np.minimum(stats[:, 2], stats[:, 3]) * f >= side
     big[0] = False
     # the areas' inside only: a rule or frame along an area's edge is still a rule
     inside = cv2.erode(big[labels].view(np.uint8), _rect(3, 3))
@@ -392,10 +400,9 @@ class StructureJudge:
       uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05, and a target's resolution gratings,
       which the view renders as flat grey, ~0.25-0.3): midway between.
     * ``max_aspect`` (4) -- longer/shorter side beyond which a region looks like a headline or rule.
-    * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring,
-      unless they lie in an area of ink holding whole ``line_mm`` squares (a photo's or a dark passage's tone;
-      rules, edge strips and shadow bands are narrower)
-      (and, for the strokes a crop grows along, traced again at the stroke level: a hairline rule printed
+    * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring
+      texture unless they lie in an area of ink (see ``rule_mm``), and always before tracing strokes
+      (for the strokes a crop grows along, traced again at the stroke level: a hairline rule printed
       or resampled near the ink threshold breaks into short runs there that would join its neighbours).
     * ``line_span_mm`` (20) / ``type_mm`` (25) / ``leading_ink`` (0.01) -- lines of type: along a span of
       20 mm (under half the narrowest newspaper column, ~45 mm, so some span lies within one column), bands
@@ -403,7 +410,7 @@ class StructureJudge:
       1 % ink (a speck, not a stroke). Their cores are dropped before regions are formed.
     * ``rule_mm`` (2.5) -- ink thicker than this everywhere and at least ``line_mm`` across both ways is an
       area (a photo's or dark passage's tone), and its straight runs are no rules: printed rules are at most
-      ~2 mm thick; dark edge strips and shadow bands are thick but narrower than ``line_mm``.
+      ~2 mm thick; dark edge strips are thick but narrower than ``line_mm``.
     * ``min_side_mm`` (15) -- a crop narrower than this is not a picture.
     * ``merge_mm`` (8) -- cores closer than this are one region (a picture's light parts between).
     * ``stroke_gap_mm`` (1), ``reach`` (1.0), ``grow_mm`` (3) -- crops grow along stroke networks
@@ -522,7 +529,7 @@ class StructureJudge:
         # rules and edge strips are bands: an area of ink (a fine-screen halftone or a dark passage, which the
         # view renders as solid grey at any screen finer than ~50 lpi) keeps its straight runs for the texture
         # measure; strokes and the region evidence below go without any straight run, as before
-        tone = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi), self.max_aspect)
+        tone = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi))
         np.copyto(ink, 0.0, where=cv2.subtract(lines, tone).view(bool))
         inkh = _column_means(ink, f, plane[0])
         np.copyto(ink, 0.0, where=lines.view(bool))

@@ -269,28 +269,34 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     return _line_mask(ink > 0.5, length).astype(np.float32)  # a copy: the mask itself is scratch
 
 
-def _areas(inked: np.ndarray, thick: int, side: int) -> np.ndarray:
-    """``1`` (uint8) on the ink inside areas of ink: connected ink at least ``thick`` across everywhere
-    (strokes and rules are thinner) whose extent is at least ``side`` both ways (dark edge strips are
-    narrower). On a grid 4x coarser (an exact area reduction, majority per cell): sizes are millimetres."""
+def _areas(inked: np.ndarray, thick: int, side: int) -> list[tuple[slice, slice, np.ndarray]]:
+    """The ink inside areas of ink: connected ink at least ``thick`` across everywhere (strokes and rules
+    are thinner) whose extent is at least ``side`` both ways (dark edge strips are narrower), as ``(rows,
+    columns, mask)`` per area's box (none on most text pages). Found on a grid 4x coarser (an exact area
+    reduction, majority per cell; these sizes are millimetres); only the boxes are touched at full size."""
     h, w = inked.shape
     f = 4
     hc, wc = h // f, w // f
-    out = np.zeros((h, w), np.uint8)
     if hc < 1 or wc < 1:
-        return out
+        return []
     small = cv2.resize(inked[: hc * f, : wc * f].view(np.uint8), (wc, hc), interpolation=cv2.INTER_AREA)
     k = max(1, round(thick / f))
     small = cv2.morphologyEx(small, cv2.MORPH_OPEN, _rect(k, k))
     if not cv2.countNonZero(small):
-        return out
+        return []
     _n, labels, stats, _ = cv2.connectedComponentsWithStats(small, connectivity=8, ltype=cv2.CV_32S)
     big = np.minimum(stats[:, 2], stats[:, 3]) * f >= side
     big[0] = False
+    if not big.any():
+        return []
     # the areas' inside only: a rule or frame along an area's edge is still a rule
     inside = cv2.erode(big[labels].view(np.uint8), _rect(3, 3))
-    out[: hc * f, : wc * f] = cv2.resize(inside, (wc * f, hc * f), interpolation=cv2.INTER_NEAREST)
-    return cv2.bitwise_and(out, inked.view(np.uint8), dst=out)
+    found = []
+    for x, y, bw, bh in stats[np.flatnonzero(big), :4]:
+        rows, cols = slice(y * f, (y + bh) * f), slice(x * f, (x + bw) * f)
+        cells = cv2.resize(inside[y : y + bh, x : x + bw], (bw * f, bh * f), interpolation=cv2.INTER_NEAREST)
+        found.append((rows, cols, cells.view(bool) & inked[rows, cols]))
+    return found
 
 
 def _stroke_boxes(strokes: np.ndarray, sy: np.ndarray, sx: np.ndarray, value: int) -> list[tuple[int, ...]]:
@@ -529,10 +535,14 @@ class StructureJudge:
         # rules and edge strips are bands: an area of ink (a fine-screen halftone or a dark passage, which the
         # view renders as solid grey at any screen finer than ~50 lpi) keeps its straight runs for the texture
         # measure; strokes and the region evidence below go without any straight run, as before
-        tone = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi))
-        np.copyto(ink, 0.0, where=cv2.subtract(lines, tone).view(bool))
-        inkh = _column_means(ink, f, plane[0])
+        areas = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi))
+        tones = [ink[rows, cols][mask] for rows, cols, mask in areas]
         np.copyto(ink, 0.0, where=lines.view(bool))
+        for (rows, cols, mask), tone in zip(areas, tones, strict=True):
+            ink[rows, cols][mask] = tone
+        inkh = _column_means(ink, f, plane[0])
+        for rows, cols, _mask in areas:
+            np.copyto(ink[rows, cols], 0.0, where=lines[rows, cols].view(bool))
         # strokes without rules: a page or column rule touching a picture would join it to everything else.
         # For strokes, rules are traced again at the faintest level that counts as a stroke (0.3): a hairline
         # rule printed (or resampled) near 0.5 breaks into short runs there, which would join its neighbours

@@ -117,7 +117,8 @@ def run_pipeline(judge: str, inputs: list[Path], work: Path) -> dict[tuple[str, 
 
 def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[float]]:
     """Judge each page in-process as a pipeline worker does (``pipeline.worker.judge_page``: the scan decoded
-    where the page is one, else MuPDF's drawing), from a cold MuPDF store; return verdicts and ms per page."""
+    where the page is one, else MuPDF's drawing), from a cold MuPDF store; return ``(keep, boxes, score)``
+    per page and the ms per page."""
     cv2.setNumThreads(1)
     judge = make_judge(judge_name)
     verdicts, times = {}, []

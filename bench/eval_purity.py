@@ -11,7 +11,12 @@ scores its ``manifest.csv`` (``kept``, ``boxes``) against the labels:
   to the best predicted box (a kept page without boxes counts as the whole page; a rejected page as 0),
   averaged per page, then over pages;
 * ms/page: median (and mean) over all pages of the judge's view as a worker makes it (the scan decoded, or the
-  page drawn) plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process.
+  page drawn) plus the judge call, on one thread (``cv2.setNumThreads(1)``), measured in this process;
+* leave-one-source-out (LOSO): each source (a book series: the book name without its volume number; a
+  newspaper title: its LCCN, or the title) is scored with the threshold chosen (best F1, ties to the
+  default) on the other sources' in-process scores only; the pooled decisions give the LOSO figures. The
+  threshold is the one value here chosen from data; the judge's other values are print conventions in
+  millimetres, set by hand, so they are not refitted per fold.
 
 ``--no-pipeline`` judges the renders in-process instead of running the CLI (same zoom and colorspace).
 """
@@ -21,7 +26,9 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import itertools
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -41,7 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from wrap_pages import wrap_pages  # noqa: E402
 
-from pipeline.judges import JUDGES, make_judge  # noqa: E402
+from pipeline.judges import JUDGES, make_judge, threshold_of  # noqa: E402
 from pipeline.worker import judge_page  # noqa: E402
 
 Box = tuple[float, float, float, float]
@@ -50,11 +57,20 @@ PDF_LABELS = {"illustration": POSITIVE, "text": NEGATIVE, "target": NEGATIVE, "t
 BOOK_LABELS = {"illustration": POSITIVE, "text": NEGATIVE, "minor": UNSCORED}
 
 
-def load_truth(data: Path, books_dir: Path) -> dict[tuple[str, int], tuple[int, list[Box], str]]:
-    """``{(pdf name, 1-based page): (label, true boxes as page fractions, group)}`` for every page."""
+def source_of(book: str = "", title: str = "") -> str:
+    """The source a page comes from, for leave-one-source-out: a book series (volumes ``01``, ``02`` of one
+    work are one source) or a newspaper title (its LCCN when the title names one)."""
+    if book:
+        return "book:" + re.sub(r"\d+$", "", book)
+    lccn = re.search(r"\bsn\d{8}\b", title)
+    return "title:" + (lccn.group(0) if lccn else title)
+
+
+def load_truth(data: Path, books_dir: Path) -> dict[tuple[str, int], tuple[int, list[Box], str, str]]:
+    """``{(pdf name, 1-based page): (label, true boxes as page fractions, group, source)}`` for every page."""
     layout = wrap_pages(data / "pages", books_dir)
     rows = {r["file"]: r for r in csv.DictReader((data / "pages" / "labels.csv").open(newline=""))}
-    truth: dict[tuple[str, int], tuple[int, list[Box], str]] = {}
+    truth: dict[tuple[str, int], tuple[int, list[Box], str, str]] = {}
     for pdf, files in layout.items():
         for i, name in enumerate(files, 1):
             r = rows[name]
@@ -64,12 +80,12 @@ def load_truth(data: Path, books_dir: Path) -> dict[tuple[str, int], tuple[int, 
                 if part.strip():
                     x0, y0, x1, y1 = map(float, part.split())
                     boxes.append((x0 / w, y0 / h, x1 / w, y1 / h))
-            truth[(pdf, i)] = (BOOK_LABELS[r["label"]], boxes, "book")
+            truth[(pdf, i)] = (BOOK_LABELS[r["label"]], boxes, "book", source_of(book=r["book"]))
     for r in csv.DictReader((data / "pdfs" / "labels.csv").open(newline="")):
         labels = r["label"].split(";")
         for i in range(int(r["pages"])):
             label = labels[i] if len(labels) > 1 else labels[0]
-            truth[(r["file"], i + 1)] = (PDF_LABELS[label], [], "pdf")
+            truth[(r["file"], i + 1)] = (PDF_LABELS[label], [], "pdf", source_of(title=r["title"]))
     return truth
 
 
@@ -101,7 +117,8 @@ def run_pipeline(judge: str, inputs: list[Path], work: Path) -> dict[tuple[str, 
 
 def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[float]]:
     """Judge each page in-process as a pipeline worker does (``pipeline.worker.judge_page``: the scan decoded
-    where the page is one, else MuPDF's drawing), from a cold MuPDF store; return verdicts and ms per page."""
+    where the page is one, else MuPDF's drawing), from a cold MuPDF store; return ``(keep, boxes, score)``
+    per page and the ms per page."""
     cv2.setNumThreads(1)
     judge = make_judge(judge_name)
     verdicts, times = {}, []
@@ -113,7 +130,7 @@ def time_and_judge(judge_name: str, inputs: list[Path]) -> tuple[dict, list[floa
                     t = time.perf_counter()
                     verdict = judge_page(page, judge)[0]
                     times.append(1000 * (time.perf_counter() - t))
-                    verdicts[(path.name, index + 1)] = (verdict.keep, list(verdict.boxes))
+                    verdicts[(path.name, index + 1)] = (verdict.keep, list(verdict.boxes), verdict.score)
     return verdicts, times
 
 
@@ -122,7 +139,7 @@ def score(truth: dict, decided: dict, per_page: dict | None = None) -> dict[str,
     scored book page's IoU, keyed like ``truth``."""
     tp = fp = fn = kept = 0
     ious = []
-    for key, (label, boxes, group) in truth.items():
+    for key, (label, boxes, group, _source) in truth.items():
         keep, pred = decided.get(key, (False, []))
         kept += keep
         if label == POSITIVE:
@@ -141,6 +158,29 @@ def score(truth: dict, decided: dict, per_page: dict | None = None) -> dict[str,
     return {"precision": p, "recall": r, "f1": f1, "kept": kept, "pages": len(truth), "iou": float(np.mean(ious))}
 
 
+def best_threshold(truth: dict, scores: dict, default: float) -> float:
+    """The threshold with the best page F1 on ``scores`` (midpoints between adjacent scores; ties go to the
+    one nearest ``default``)."""
+    values = sorted({scores[k] for k, t in truth.items() if t[0] != UNSCORED and k in scores})
+    cuts = [default] + [(a + b) / 2 for a, b in itertools.pairwise(values)]
+
+    def f1(cut: float) -> float:
+        return score(truth, {k: (v >= cut, []) for k, v in scores.items()})["f1"]
+
+    return max(cuts, key=lambda c: (f1(c), -abs(c - default)))
+
+
+def leave_one_source_out(truth: dict, scores: dict, default: float) -> tuple[dict[str, float], dict[str, float]]:
+    """Pooled page scores when each source is decided at the threshold fitted on all the other sources,
+    and that threshold per source."""
+    decided, cuts = {}, {}
+    for source in sorted({t[3] for t in truth.values()}):
+        rest = {k: t for k, t in truth.items() if t[3] != source}
+        cut = cuts[source] = best_threshold(rest, scores, default)
+        decided.update({k: (scores.get(k, 0.0) >= cut, []) for k, t in truth.items() if t[3] == source})
+    return score(truth, decided), cuts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -157,7 +197,7 @@ def main() -> None:
         table = []
         for name in args.judges:
             in_process, times = time_and_judge(name, inputs)
-            decided = in_process
+            decided = {k: v[:2] for k, v in in_process.items()}
             if not args.no_pipeline:
                 try:
                     decided = run_pipeline(name, inputs, work)
@@ -172,9 +212,14 @@ def main() -> None:
             s["ms_mean"] = statistics.fmean(times)
             s["ms_books"] = statistics.median(by_group["books"])
             s["ms_pdfs"] = statistics.median(by_group["pdfs"])
+            scores = {k: v[2] for k, v in in_process.items()}
+            loso, cuts = leave_one_source_out(truth, scores, threshold_of(name))
+            s.update({f"loso_{k}": loso[k] for k in ("precision", "recall", "f1", "kept")})
+            s["cuts"] = f"{min(cuts.values()):.3g}..{max(cuts.values()):.3g}"
+            s["sources"] = len(cuts)
             table.append((name, s))
             if args.errors:
-                for key, (label, _boxes, _g) in sorted(truth.items()):
+                for key, (label, *_rest) in sorted(truth.items()):
                     keep = decided.get(key, (False, []))[0]
                     if label != UNSCORED and keep != bool(label):
                         print(f"  {name}: {'FP' if keep else 'FN'} {key[0]} p{key[1]}")
@@ -190,6 +235,14 @@ def main() -> None:
         print(
             f"{name:10s} {s['precision']:9.3f} {s['recall']:7.3f} {s['f1']:6.3f} {kept:>9s} {s['iou']:6.3f}"
             f" {s['ms']:8.1f} {s['ms_mean']:6.1f} {s['ms_books']:6.1f} {s['ms_pdfs']:6.1f}"
+        )
+    print("\nleave-one-source-out (threshold fitted without the source; in-process scores)")
+    print(f"{'judge':10s} {'precision':>9s} {'recall':>7s} {'F1':>6s} {'kept':>9s} {'sources':>7s} thresholds")
+    for name, s in table:
+        kept = f"{s['loso_kept']}/{s['pages']}"
+        print(
+            f"{name:10s} {s['loso_precision']:9.3f} {s['loso_recall']:7.3f} {s['loso_f1']:6.3f} {kept:>9s}"
+            f" {s['sources']:7d} {s['cuts']}"
         )
 
 

@@ -464,3 +464,98 @@ def test_crops_keep_a_faint_outer_frame_but_not_the_text_a_gutter_away(judge: St
     x0, y0, x1, y1 = (v.boxes[0][0] * w, v.boxes[0][1] * h, v.boxes[0][2] * w, v.boxes[0][3] * h)
     assert x0 <= frame[0] and y0 <= frame[1] and x1 >= frame[2] + 1 and y1 >= frame[3] + 1
     assert y1 <= text_top  # and no text
+
+
+# --- archive perturbations (issue #12): frames, shadows, strips, screens ---------------------------------
+
+
+def framed(img: np.ndarray, share: float, sides: str, tint: float = 1.0) -> tuple[np.ndarray, tuple[int, int]]:
+    """``img`` on a black scanner bed / microfilm frame that takes ``share`` of the framed scan's width and
+    height on each side named in ``sides`` (``t b l r``); ``tint`` < 1 greys the page itself. Returns the
+    framed scan and the page's offset ``(x, y)`` in it."""
+    h, w = img.shape
+    # a side's frame is ``share`` of the framed length: page + frames = page / (1 - share * frames on that axis)
+    n_tb, n_lr = sum(s in sides for s in "tb"), sum(s in sides for s in "lr")
+    pad = {s: round(share * h / (1 - share * n_tb)) if s in sides else 0 for s in "tb"}
+    pad |= {s: round(share * w / (1 - share * n_lr)) if s in sides else 0 for s in "lr"}
+    out = np.random.default_rng(0).integers(5, 30, (h + pad["t"] + pad["b"], w + pad["l"] + pad["r"]), dtype=np.uint8)
+    out[pad["t"] : pad["t"] + h, pad["l"] : pad["l"] + w] = (img * tint).astype(np.uint8)
+    return out, (pad["l"], pad["t"])
+
+
+def illustrated_page(seed: int = 9) -> tuple[np.ndarray, tuple[int, int, int, int]]:
+    """An octavo page: an engraving above text. Returns it and the engraving's box."""
+    img = paper(OCTAVO, seed=seed)
+    pic = (45, 60, 355, 330)
+    engraving(img, pic, seed=seed)
+    text_block(img, (40, 350, 360, 580), pitch=14, scale=0.38, seed=seed)
+    return img, pic
+
+
+@pytest.mark.parametrize(
+    ("share", "sides", "tint"),
+    [(0.15, "tblr", 1.0), (0.02, "tblr", 1.0), (0.12, "tl", 1.0), (0.08, "r", 1.0), (0.10, "tblr", 0.7)],
+)
+def test_a_framed_illustrated_page_is_kept_and_its_box_lands_on_the_picture(
+    judge: StructureJudge, share: float, sides: str, tint: float
+) -> None:
+    page, (x0, y0, x1, y1) = illustrated_page()
+    img, (dx, dy) = framed(page, share, sides, tint)
+    v = judge(img)
+    assert v.keep and v.score > 0.5
+    assert iou(v.boxes[0], frac((x0 + dx, y0 + dy, x1 + dx, y1 + dy), img.shape)) > 0.8
+
+
+def test_a_frame_taking_half_the_scan_is_no_negative_card(judge: StructureJudge) -> None:
+    img, _ = framed(illustrated_page()[0], 0.15, "tblr")
+    assert (img < 60).mean() > 0.5  # darker than a negative target card by area
+    assert judge(img).keep
+
+
+@pytest.mark.parametrize(("share", "sides"), [(0.15, "tblr"), (0.05, "tbl"), (0.12, "tr")])
+def test_a_framed_text_page_is_rejected(judge: StructureJudge, share: float, sides: str) -> None:
+    for page in (book_page(seed=3), newspaper_page(seed=3)):
+        assert not judge(framed(page, share, sides)[0]).keep
+
+
+def shadowed(img: np.ndarray, width: float, depth: float, side: str = "l") -> np.ndarray:
+    """A gutter shadow: the page darkens smoothly over ``width`` of its width toward ``side`` to ``depth`` of
+    its brightness at the edge."""
+    w = img.shape[1]
+    n = int(width * w)
+    ramp = np.ones(w, np.float32)
+    ramp[:n] = depth + (1 - depth) * np.sin(np.linspace(0, np.pi / 2, n)) ** 2
+    return (img * (ramp if side == "l" else ramp[::-1])).astype(np.uint8)
+
+
+@pytest.mark.parametrize(("width", "depth"), [(0.12, 0.35), (0.12, 0.15), (0.25, 0.3)])
+def test_a_text_page_with_a_gutter_shadow_is_rejected(judge: StructureJudge, width: float, depth: float) -> None:
+    for side in "lr":
+        assert not judge(shadowed(book_page(seed=5, shape=A4), width, depth, side)).keep
+
+
+@pytest.mark.parametrize(("width", "tone"), [(0.04, 0.6), (0.08, 0.45), (0.03, 0.3)])
+def test_a_text_page_with_a_dark_edge_strip_is_rejected(judge: StructureJudge, width: float, tone: float) -> None:
+    """A grey band along the edge (the facing page, a curled margin), not dark enough to be a frame."""
+    img = book_page(seed=6, shape=A4).astype(np.float32)
+    n = int(width * img.shape[1])
+    img[:, :n] *= tone
+    img[:, n : n + 3] *= np.linspace(tone, 1.0, 3)
+    assert not judge(img.astype(np.uint8)).keep
+
+
+def test_a_shadowed_illustrated_page_keeps_its_picture(judge: StructureJudge) -> None:
+    page, pic = illustrated_page()
+    v = judge(shadowed(page, 0.12, 0.3))
+    assert v.keep and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
+
+
+@pytest.mark.parametrize("lpi", [40, 65, 85, 100, 133, 150])
+def test_halftone_photo_beside_newspaper_text_is_kept_at_every_screen(judge: StructureJudge, lpi: int) -> None:
+    """1920s-30s newspapers print photos at 65-133 lpi; at the view's 72 dpi most screens render as flat
+    grey (or moire), whose rows are long straight runs of ink like rules."""
+    img = newspaper_page(seed=2)
+    pic = (60, 120, 330, 400)
+    halftone(img, pic, lpi=lpi, seed=2)
+    v = judge(img)
+    assert v.keep and max(iou(b, frac(pic, img.shape)) for b in v.boxes) > 0.5

@@ -10,7 +10,9 @@ Principle (from how historical print is made):
 * **Display type** (headlines in capitals 5-25 mm tall) can be denser than that window is tall, but it too
   stands in lines: bands of similar height separated by leading that is empty along a span of 20 mm. Such
   bands are lines of type, never picture texture, whatever their size.
-* **Rules, frames and scanner edges** are long straight runs and are removed before measuring;
+* **Rules, frames and scanner edges** are long straight runs and are removed before measuring; an area
+  of ink (a photo at a screen finer than the view resolves is flat grey) keeps its runs: rules are thin. A
+  page on a black scanner bed or microfilm frame is cropped out of its frame and judged alone;
   **microfilm targets** are negative (mostly dark) cards, refused outright, or big glyphs, solid blocks
   and uniform grey patches, which have little fine variety and much solid black.
 
@@ -35,7 +37,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import cv2
@@ -99,9 +101,11 @@ def ink_map(
     """Ink coverage in ``[0, 1]`` relative to the local paper tone.
 
     The paper level is a grey max-filter over ~25 mm (toned, foxed or unevenly lit paper all become
-    "white"), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so paper grain, bleed-through and
-    blur count as nothing and both 1-bit and grey scans give comparable maps. ``out`` / ``work``: float32
-    arrays of the page's shape to use instead of fresh ones (the result is ``out``; ``work`` is clobbered).
+    "white"), capped by the brightest cell of its column and row (gutter shadows and light falling off
+    toward an edge run the page's whole length), and a soft ramp maps contrast 25 %..75 % to ink 0..1, so
+    paper grain, bleed-through and blur count as nothing and both 1-bit and grey scans give comparable maps.
+    ``out`` / ``work``: float32 arrays of the page's shape to use instead of fresh ones (the result is
+    ``out``; ``work`` is clobbered).
     """
     h, w = gray.shape
     f = 8
@@ -113,6 +117,12 @@ def ink_map(
     black = _percentiles(small, [1])[0]
     k = max(3, _px(25.0, dpi / f) | 1)
     paper = cv2.dilate(small.astype(np.float32), _rect(k, k))
+    # a gutter shadow or light falling off toward an edge runs the page's whole length, so no column (row)
+    # of it has paper brighter than its brightest cell: the paper level is capped by that, where a picture's
+    # column still reaches the margins' paper. An 8 mm max filter across ignores rules along the page.
+    m = max(3, _px(8.0, dpi / f) | 1)
+    np.minimum(paper, cv2.dilate(small.max(axis=0, keepdims=True).astype(np.float32), _rect(m, 1)), out=paper)
+    np.minimum(paper, cv2.dilate(small.max(axis=1, keepdims=True).astype(np.float32), _rect(1, m)), out=paper)
     # ink = ((paper - g) / max(paper - black, 40) - lo) / (hi - lo) is linear in g: its slope and offset are
     # computed on the coarse grid and interpolated, so the full page sees one multiply, one subtract and the
     # clip (instead of seven float passes, which cost more than everything else here on a newspaper page)
@@ -259,6 +269,36 @@ def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
     return _line_mask(ink > 0.5, length).astype(np.float32)  # a copy: the mask itself is scratch
 
 
+def _areas(inked: np.ndarray, thick: int, side: int) -> list[tuple[slice, slice, np.ndarray]]:
+    """The ink inside areas of ink: connected ink at least ``thick`` across everywhere (strokes and rules
+    are thinner) whose extent is at least ``side`` both ways (dark edge strips are narrower), as ``(rows,
+    columns, mask)`` per area's box (none on most text pages). Found on a grid 4x coarser (an exact area
+    reduction, majority per cell; these sizes are millimetres); only the boxes are touched at full size."""
+    h, w = inked.shape
+    f = 4
+    hc, wc = h // f, w // f
+    if hc < 1 or wc < 1:
+        return []
+    small = cv2.resize(inked[: hc * f, : wc * f].view(np.uint8), (wc, hc), interpolation=cv2.INTER_AREA)
+    k = max(1, round(thick / f))
+    small = cv2.morphologyEx(small, cv2.MORPH_OPEN, _rect(k, k))
+    if not cv2.countNonZero(small):
+        return []
+    _n, labels, stats, _ = cv2.connectedComponentsWithStats(small, connectivity=8, ltype=cv2.CV_32S)
+    big = np.minimum(stats[:, 2], stats[:, 3]) * f >= side
+    big[0] = False
+    if not big.any():
+        return []
+    # the areas' inside only: a rule or frame along an area's edge is still a rule
+    inside = cv2.erode(big[labels].view(np.uint8), _rect(3, 3))
+    found = []
+    for x, y, bw, bh in stats[np.flatnonzero(big), :4]:
+        rows, cols = slice(y * f, (y + bh) * f), slice(x * f, (x + bw) * f)
+        cells = cv2.resize(inside[y : y + bh, x : x + bw], (bw * f, bh * f), interpolation=cv2.INTER_NEAREST)
+        found.append((rows, cols, cells.view(bool) & inked[rows, cols]))
+    return found
+
+
 def _stroke_boxes(strokes: np.ndarray, sy: np.ndarray, sx: np.ndarray, value: int) -> list[tuple[int, ...]]:
     """Bounding boxes ``(x, y, w, h)`` of the 8-connected components of ``strokes`` holding a sample
     point: each is flood-filled once from its first sample (with ``value``, so samples in it are then
@@ -362,16 +402,21 @@ class StructureJudge:
       cores in dense text 0.1-0.25).
     * ``solid_ref`` (0.4) -- share of the inked area that is solid black beyond which a region looks
       like a card, bar or masthead rather than a picture (pictures measure 0.05-0.3).
-    * ``variety_ref`` (0.35) -- share of the region near a sharp ink edge below which it looks like a
-      uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05).
+    * ``variety_ref`` (0.45) -- share of the region near a sharp ink edge below which it looks like a
+      uniform patch (pictures measure 0.55-0.99; grey step wedges ~0.05, and a target's resolution gratings,
+      which the view renders as flat grey, ~0.25-0.3): midway between.
     * ``max_aspect`` (4) -- longer/shorter side beyond which a region looks like a headline or rule.
     * ``line_mm`` (15) -- straight runs at least this long are rules/frames, removed before measuring
-      (and, for the strokes a crop grows along, traced again at the stroke level: a hairline rule printed
+      texture unless they lie in an area of ink (see ``rule_mm``), and always before tracing strokes
+      (for the strokes a crop grows along, traced again at the stroke level: a hairline rule printed
       or resampled near the ink threshold breaks into short runs there that would join its neighbours).
     * ``line_span_mm`` (20) / ``type_mm`` (25) / ``leading_ink`` (0.01) -- lines of type: along a span of
       20 mm (under half the narrowest newspaper column, ~45 mm, so some span lies within one column), bands
       3.5..25 mm tall (14..72 pt display type) next to a band of similar height across leading with under
       1 % ink (a speck, not a stroke). Their cores are dropped before regions are formed.
+    * ``rule_mm`` (2.5) -- ink thicker than this everywhere and at least ``line_mm`` across both ways is an
+      area (a photo's or dark passage's tone), and its straight runs are no rules: printed rules are at most
+      ~2 mm thick; dark edge strips are thick but narrower than ``line_mm``.
     * ``min_side_mm`` (15) -- a crop narrower than this is not a picture.
     * ``merge_mm`` (8) -- cores closer than this are one region (a picture's light parts between).
     * ``stroke_gap_mm`` (1), ``reach`` (1.0), ``grow_mm`` (3) -- crops grow along stroke networks
@@ -400,13 +445,14 @@ class StructureJudge:
     solid_ref: float = 0.4
     min_side_mm: float = 15.0
     line_mm: float = 15.0
+    rule_mm: float = 2.5
     hatch_mm: float = 1.0
     merge_mm: float = 8.0
     grow_mm: float = 3.0
     stroke_gap_mm: float = 1.0
     reach: float = 1.0
     merge_score: float = 0.25
-    variety_ref: float = 0.35
+    variety_ref: float = 0.45
     row_ratio: float = 0.5
     ink_lo: float = 0.25
     ink_hi: float = 0.75
@@ -421,16 +467,53 @@ class StructureJudge:
         return 72.0 * self.zoom
 
     def regions(self, view: np.ndarray) -> tuple[list[Region], float]:
-        """All candidate regions with their scores, and the page's dark fraction (for diagnosis)."""
+        """All candidate regions with their scores (boxes as fractions of ``view``), and the page's dark
+        fraction (for diagnosis).
+
+        A page scanned on a black scanner bed or microfilm frame is judged inside its frame: the frame is
+        runs of mostly-dark rows and columns from the view's edges, and the page within is cropped and judged
+        alone, so the frame's black counts neither as the page's darkness (a negative card) nor in its
+        sizes, grey range or paper level; the boxes are mapped back onto the view."""
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         h, w = gray.shape
         if h < 8 or w < 8:
             return [], 0.0
-        dpi = self.dpi
         lo, hi = _grey_range(gray)
         if hi - lo < 32:  # blank (or uniformly dark) page: no ink structure at all
             return [], 0.0
         rows, cols, dark = _dark_rows_cols(gray, (lo, hi))
+        top, bottom, left, right = _border_runs(rows, cols, h, w)
+        ph, pw = h - top - bottom, w - left - right
+        if not top + bottom + left + right:
+            return self._page_regions(gray, (lo, hi), rows, cols, dark)
+        if ph < 8 or pw < 8 or ph * pw < h * w / 4:  # dark nearly to the middle: a card, not a framed page
+            return [], dark
+        page = np.ascontiguousarray(gray[top : h - bottom, left : w - right])
+        lo, hi = _grey_range(page)
+        if hi - lo < 32:
+            return [], 0.0
+        found, dark = self._page_regions(page, (lo, hi), *_dark_rows_cols(page, (lo, hi)))
+        fx, fy = pw / w, ph / h
+        return [
+            replace(
+                r,
+                box=(
+                    left / w + r.box[0] * fx,
+                    top / h + r.box[1] * fy,
+                    left / w + r.box[2] * fx,
+                    top / h + r.box[3] * fy,
+                ),
+            )
+            for r in found
+        ], dark
+
+    def _page_regions(
+        self, gray: np.ndarray, grey_range: tuple[float, float], rows: np.ndarray, cols: np.ndarray, dark: float
+    ) -> tuple[list[Region], float]:
+        """:meth:`regions` of a page without a frame, given its grey range, dark row/column counts and dark
+        fraction."""
+        h, w = gray.shape
+        dpi = self.dpi
         if dark > 0.5:  # negative / black card (microfilm targets), not a printed page
             return [], dark
         # page-sized arrays live in per-thread scratch (see ``_scratch``); none outlives this call
@@ -448,7 +531,18 @@ class StructureJudge:
         # straight hatching (taken for rules below) fills the rows between its strokes
         typeset = self._lines_of_type(_column_means(ink, f, plane[0]), dpi / f)
         inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
-        np.copyto(ink, 0.0, where=_line_mask(inked, _px(self.line_mm, dpi)).view(bool))
+        lines = _line_mask(inked, _px(self.line_mm, dpi))
+        # rules and edge strips are bands: an area of ink (a fine-screen halftone or a dark passage, which the
+        # view renders as solid grey at any screen finer than ~50 lpi) keeps its straight runs for the texture
+        # measure; strokes and the region evidence below go without any straight run, as before
+        areas = _areas(inked, _px(self.rule_mm, dpi), _px(self.line_mm, dpi))
+        tones = [ink[rows, cols][mask] for rows, cols, mask in areas]
+        np.copyto(ink, 0.0, where=lines.view(bool))
+        for (rows, cols, mask), tone in zip(areas, tones, strict=True):
+            ink[rows, cols][mask] = tone
+        inkh = _column_means(ink, f, plane[0])
+        for rows, cols, _mask in areas:
+            np.copyto(ink[rows, cols], 0.0, where=lines[rows, cols].view(bool))
         # strokes without rules: a page or column rule touching a picture would join it to everything else.
         # For strokes, rules are traced again at the faintest level that counts as a stroke (0.3): a hairline
         # rule printed (or resampled) near 0.5 breaks into short runs there, which would join its neighbours
@@ -457,7 +551,6 @@ class StructureJudge:
         cv2.subtract(raw.view(np.uint8), faint, dst=raw.view(np.uint8))
         np.greater(ink, 0.5, out=inked)
         cv2.subtract(inked.view(np.uint8), faint, dst=inked.view(np.uint8))
-        inkh = _column_means(ink, f, plane[0])
         span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
         rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)), dst=plane[1])

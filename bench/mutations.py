@@ -165,6 +165,9 @@ MUTATIONS = (
              "        return process_task(replace(task, path=copy), options)",
              "        return process_task(task, options)",
              ("tests/test_engines.py::test_remote_pdfs_shipped_through_rays_object_store_give_the_same_output",)),
+    Mutation("dedupe votes of merged images misread", "pipeline/dedupe.py",
+             "voters = [self._ids[np.repeat(lo, lengths) + offsets]]", "voters = [self._ids[np.repeat(lo, lengths)]]",
+             ("tests/test_dedupe.py",)),
 )  # fmt: skip
 
 

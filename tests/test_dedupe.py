@@ -13,6 +13,7 @@ from PIL import Image
 
 from pipeline import Options, run, run_pages
 from pipeline.dedupe import (
+    _MERGE,
     DEFAULT_THRESHOLD,
     Duplicate,
     DuplicateIndex,
@@ -221,3 +222,16 @@ def test_a_run_drops_the_recut_picture_and_a_resumed_run_still_finds_it(tmp_path
     resumed = run([first, second], tmp_path / "resumed.zip", Options(filter="sigma"))
     assert resumed.resumed == 1 and resumed.duplicates == 1
     assert read_manifest(tmp_path / "resumed.zip")[1]["duplicates"] == rows[1]["duplicates"]
+
+
+def test_recuts_are_found_among_many_kept_images_once_their_keys_are_merged() -> None:
+    a, b = _cut(BOX_A), _cut(BOX_B)
+    fillers = [_written(woodcut(320, 400, seed)) for seed in range(100, 100 + 2 * _MERGE)]
+    index = DuplicateIndex()
+    for number, filler in enumerate(fillers):
+        index.add(f"filler{number}.jpg", fingerprint(filler), local_features(filler))
+        if number == _MERGE // 2:  # in the middle: its keys sit among others' in the merged arrays
+            index.add("first.jpg", fingerprint(a), local_features(a))
+    assert _MERGE // 2 + 1 in index._votes._ids, "the first image's keys were merged into the sorted arrays"
+    found = index.find(fingerprint(b), local_features(b))
+    assert found is not None and (found.of, found.kind) == ("first.jpg", "recut")

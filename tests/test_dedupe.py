@@ -18,6 +18,7 @@ from pipeline.dedupe import (
     Duplicate,
     DuplicateIndex,
     Fingerprint,
+    _keys,
     fingerprint,
     local_features,
     phash,
@@ -233,5 +234,7 @@ def test_recuts_are_found_among_many_kept_images_once_their_keys_are_merged() ->
         if number == _MERGE // 2:  # in the middle: its keys sit among others' in the merged arrays
             index.add("first.jpg", fingerprint(a), local_features(a))
     assert _MERGE // 2 + 1 in index._votes._ids, "the first image's keys were merged into the sorted arrays"
+    voted = index._votes.most_voted(_keys(local_features(b)), 1)
+    assert voted == [_MERGE // 2 + 1], "the recut's keypoint slices vote for its original most"
     found = index.find(fingerprint(b), local_features(b))
     assert found is not None and (found.of, found.kind) == ("first.jpg", "recut")

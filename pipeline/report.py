@@ -74,6 +74,8 @@ def histogram(scores: Iterable[float], threshold: float, bins: int = 30) -> Hist
     low = min(float(values.min()), threshold) if values.size else threshold - 1
     high = max(float(values.max()), threshold) if values.size else threshold + 1
     width = (high - low) / bins if high > low else 1.0
+    if threshold > low:  # whole bins from the lowest score up to the threshold: the axis starts at a score
+        width = (threshold - low) / max(1, round((threshold - low) / width))
     start = threshold - math.ceil((threshold - low) / width - 1e-9) * width
     count = max(1, math.ceil((high - start) / width - 1e-9))
     if start + count * width < high:  # rounding left the maximum out of the last bin

@@ -37,11 +37,12 @@ def test_histogram_puts_the_threshold_on_a_bin_edge_and_counts_every_score() -> 
     assert sum(hist.counts) == len(scores)
     assert len(hist.edges) == len(hist.counts) + 1
     assert any(abs(edge - 45.0) < 1e-6 for edge in hist.edges)
-    assert hist.edges[0] <= 1.0 and hist.edges[-1] >= 120.0
+    assert hist.edges[0] == 1.0 and hist.edges[-1] >= 120.0  # the axis starts at the lowest score, not below it
     assert 18 <= len(hist.counts) <= 22
     below = sum(c for c, e in zip(hist.counts, hist.edges, strict=False) if e < 45.0 - 1e-6)
     assert below == 4
     assert histogram([], threshold=3.0).counts == [0] * len(histogram([], threshold=3.0).counts)
+    assert histogram([0.0, 0.2, 0.996], threshold=0.5).edges[0] == 0.0  # no "-0.029" under a 0-1 score
     lone = histogram([5.0, 5.0], threshold=5.0)
     assert sum(lone.counts) == 2
 

@@ -258,8 +258,8 @@ class DuplicateIndex:
         if features is None:
             return None
         voted = self._votes.most_voted(_keys(features), CANDIDATES)
-        nearest = np.argsort(distances, kind="stable")[:NEAREST].tolist()
-        for i in dict.fromkeys(voted + nearest):
+        closest = np.argsort(distances, kind="stable")[:NEAREST].tolist()
+        for i in dict.fromkeys(voted + closest):
             earlier = self._features[i]
             if earlier is not None and same_picture(earlier, features):
                 return Duplicate(self._names[i], "recut", int(distances[i]))

@@ -23,21 +23,28 @@ from PIL import Image
 from test_models import save_tiny_vit
 
 MAX_FILE_SIZE = "1mb"
-_SCREENSHOTS: list[Path] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One screenshot folder for the whole run: chosen here, in the process that reports, and inherited by the
+    test processes (``pytest-xdist``), so the summary can say where the screenshots are."""
+    if not hasattr(config, "workerinput") and not os.environ.get("SCREENSHOTS_DIR"):
+        os.environ["SCREENSHOTS_DIR"] = tempfile.mkdtemp(prefix="browser-screenshots-")
 
 
 @pytest.fixture(scope="session")
 def screenshots() -> Path:
-    """Where the browser tests leave their screenshots: ``SCREENSHOTS_DIR``, or a fresh temporary folder."""
-    folder = Path(os.environ.get("SCREENSHOTS_DIR") or tempfile.mkdtemp(prefix="browser-screenshots-"))
+    """Where the browser tests leave their screenshots: ``SCREENSHOTS_DIR`` (a fresh temporary folder by default)."""
+    folder = Path(os.environ["SCREENSHOTS_DIR"])
     folder.mkdir(parents=True, exist_ok=True)
-    _SCREENSHOTS.append(folder)
     return folder
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    for folder in _SCREENSHOTS:
-        terminalreporter.write_line(f"browser screenshots: {folder} ({len(list(folder.glob('*.png')))} PNG)")
+    folder = Path(os.environ.get("SCREENSHOTS_DIR", ""))
+    shots = list(folder.glob("*.png")) if folder.name else []
+    if shots:
+        terminalreporter.write_line(f"browser screenshots: {folder} ({len(shots)} PNG)")
 
 
 @pytest.fixture(scope="session")

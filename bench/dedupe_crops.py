@@ -38,7 +38,7 @@ from pipeline.dedupe import (  # noqa: E402
     local_features,
     same_picture,
 )
-from pipeline.fit import Fit, TooSmall, fit  # noqa: E402
+from pipeline.fit import Fit, TooSmall, encode_jpeg, fit  # noqa: E402
 
 KNOWN_SAME = {("ercker_aula01_1672_0112.png", "ercker_aula01_1672_0282.png")}
 """Different pages, one picture: the same tailpiece woodcut printed twice in one book (checked by eye)."""
@@ -46,10 +46,8 @@ KNOWN_SAME = {("ercker_aula01_1672_0112.png", "ercker_aula01_1672_0282.png")}
 
 def written(picture: Image.Image, min_side: int = 512) -> Image.Image:
     """The picture as the pipeline writes it: fitted to its bucket, JPEG q92, read back."""
-    fitted = fit(picture, Fit(min_side=min_side)).image
-    buffer = io.BytesIO()
-    fitted.save(buffer, "JPEG", quality=92)
-    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    fitted = fit(picture, Fit(min_side=min_side)).image.convert("RGB")
+    return Image.open(io.BytesIO(encode_jpeg(fitted, 92))).convert("RGB")
 
 
 def moved(box: tuple[int, ...], size: tuple[int, int], rng: np.random.Generator) -> tuple[int, ...]:

@@ -192,9 +192,9 @@ def run_pages(
     if shard_size is not None and options.kohya_config:
         raise ValueError("--kohya-config and --shard-size: kohya's config names one image folder, shards are many")
     threshold = threshold_of(options.filter, options.threshold)
-    with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as distributor:
+    with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as runner:
         local = [pdf for pdf in pdfs if isinstance(pdf, Path)]
-        counts = dict(zip(local, distributor.map(_page_count, local), strict=True))
+        counts = dict(zip(local, runner.map(_page_count, local), strict=True))
         total = sum(max(count, 1) for count in counts.values())
         if max_pages is not None and total > max_pages:
             raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
@@ -217,9 +217,9 @@ def run_pages(
         start = time.perf_counter()
         complete = False
         try:
-            size = _task_size(total - len(done), distributor.workers)
-            plan = _plan(pdfs, counts, done, summary.borderline, size, fetcher, flow, distributor, progress)
-            for task, results in distributor.run(plan, options):
+            size = _task_size(total - len(done), runner.workers)
+            plan = _plan(pdfs, counts, done, summary.borderline, size, fetcher, flow, runner.workers, progress)
+            for task, results in runner.run(plan, options):
                 for result in results:
                     record = _commit(writer, task, result, duplicates, captions, summary)
                     progress.done += 1
@@ -378,7 +378,7 @@ def _plan(
     size: int,
     fetcher: Fetcher | None,
     flow: Flow,
-    engine: Engine,
+    workers: int,
     progress: Progress,
 ) -> Iterator[Task | None]:
     """Page ranges of ``size`` pages, in input order, without the pages an earlier run committed.
@@ -401,7 +401,7 @@ def _plan(
             else:
                 count = _page_count(path)  # here: the copy is on this machine's disk, maybe not on a worker's
             progress.total += max(count, 1)
-            task_size = _task_size(count, engine.workers)
+            task_size = _task_size(count, workers)
         else:
             count, task_size = counts[path], size
         key = origin or str(path)

@@ -344,7 +344,8 @@ with gr.Blocks(
                         minimum=-1,
                         maximum=64,
                         label="Duplicate distance (bits)",
-                        info="drop an image this near an earlier one (perceptual hash); -1 keeps all",
+                        info="drop an image this near an earlier one (perceptual hash), or the same picture "
+                        "recut; -1 keeps all",
                         elem_id="dedupe",
                     )
                 with gr.Row():

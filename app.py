@@ -88,7 +88,7 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     probabilities and the details (advice, per-photo table).
 
     The verdict is its own output: with a notifiable-first operating point it is not always the most probable
-    class (lumpy skin is answered from 40 %), so a probability chart's headline would contradict it.
+    class (normal skin is answered only from 94 %, else *inconclusive*), so a chart's headline would contradict it.
 
     Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are
     raised as ``gr.Error`` here because only that keeps its message across the ZeroGPU process boundary.

@@ -10,6 +10,9 @@ Principle (from how historical print is made):
 * **Display type** (headlines in capitals 5-25 mm tall) can be denser than that window is tall, but it too
   stands in lines: bands of similar height separated by leading that is empty along a span of 20 mm. Such
   bands are lines of type, never picture texture, whatever their size.
+* **Line drawings without texture** (outlines, diagrams, card symbols) have blank insides, so no window of
+  them is inked in every row; they are networks of strokes far larger than any glyph, crossed more than once
+  by a row or column, in an area mostly blank at a 3 mm grain (text inks nearly every such cell).
 * **Rules, frames and scanner edges** are long straight runs and are removed before measuring; an area
   of ink (a photo at a screen finer than the view resolves is flat grey) keeps its runs: rules are thin. A
   page on a black scanner bed or microfilm frame is cropped out of its frame and judged alone;
@@ -23,8 +26,9 @@ are opened (thin strips go), closed into regions, and each region is scored from
 size, texture fill, solid-black share, aspect and edge variety. The crop then grows from the core along
 the picture's connected strokes (a line drawing's outline; rules excluded, which are layout and run on
 past the picture), within a bounded reach, and stops at the white gutter around it; pieces of one picture
-not separated by a white gutter become one crop. All sizes are physical (millimetres at the view's nominal
-dpi), chosen from print conventions, so the same numbers serve books and newspapers.
+not separated by a white gutter become one crop. Line drawings are regions of their own (sized against a
+larger reference, ``line_area``) where they meet no textured picture. All sizes are physical (millimetres
+at the view's nominal dpi), chosen from print conventions, so the same numbers serve books and newspapers.
 
 Score: ``sigmoid(z)`` of a log-linear sum of those terms, written so that a region exactly at the
 reference values (``min_area``, ``fill_ref``, ``solid_ref``, ``max_aspect``, ``variety_ref``) scores 0.5;
@@ -392,6 +396,55 @@ def _merge_overlapping(boxes: list[list[int]], inked: np.ndarray, reach: int) ->
     return boxes
 
 
+def _size_evidence(area: float, ref: float, aspect: float, max_aspect: float) -> float:
+    """The size and shape terms of a region's log-odds: 0 at area ``ref`` and aspect up to ``max_aspect``;
+    bigger helps up to a point (+1.5), smaller hurts steeply, longer than ``max_aspect`` hurts."""
+    ratio = math.log(max(area, 1e-9) / ref)
+    return (min(1.5, 1.5 * ratio) if ratio > 0 else 4.0 * ratio) - 3.0 * max(0.0, math.log(aspect / max_aspect))
+
+
+def _stroke_cells(inkh: np.ndarray, f: int, rows: int, cols: int) -> np.ndarray:
+    """``1`` (uint8) on the whole cells of ``rows`` x ``cols`` values of ``inkh`` (means of ``f`` view columns)
+    that a stroke passes: ink worth at least one full view pixel in the cell."""
+    h, wf = inkh.shape
+    hc, wc = h // rows, wf // cols
+    if hc < 1 or wc < 1:
+        return np.zeros((0, 0), np.uint8)
+    means = cv2.resize(inkh[: hc * rows, : wc * cols], (wc, hc), interpolation=cv2.INTER_AREA)
+    return (means >= 1.0 / (rows * cols * f)).view(np.uint8)
+
+
+def _strokes_crossed(comp: np.ndarray) -> float:
+    """How many strokes of the connected ink ``comp`` (bool, its box) a row or column with ink crosses on
+    average, the more of both ways: one stroke, straight or bent (a rule at an angle, a brace, a page's
+    curled edge), is crossed once by every row and column; an outline, or a figure of several lines, more
+    often."""
+    across = np.count_nonzero(comp[:, 1:] & ~comp[:, :-1]) + np.count_nonzero(comp[:, 0])
+    down = np.count_nonzero(comp[1:] & ~comp[:-1]) + np.count_nonzero(comp[0])
+    rows, cols = np.count_nonzero(comp.any(axis=1)), np.count_nonzero(comp.any(axis=0))
+    return max(across / max(1, rows), down / max(1, cols))
+
+
+def _overlap(a: Box, b: Box) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+def _near_groups(boxes: list[list[int]], gap: int) -> list[list[int]]:
+    """Union boxes ``[x0, y0, x1, y1]`` less than ``gap`` apart both ways, until none are."""
+    boxes = [b[:] for b in boxes]
+    i = 0
+    while i < len(boxes):
+        for j in range(i + 1, len(boxes)):
+            a, b = boxes[i], boxes[j]
+            if a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
+                boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                del boxes[j]
+                break
+        else:
+            i += 1
+    return boxes
+
+
 @dataclass
 class StructureJudge:
     """Keep pages holding a picture region; return its tight box(es). Pure function of the view.
@@ -437,6 +490,12 @@ class StructureJudge:
       when their crops overlap or lie < 2 x ``merge_mm`` apart with no white gutter between; weaker ones
       (headlines, ad cuts) never glue onto a picture.
     * ``ink_lo`` / ``ink_hi`` -- local contrast mapped to ink 0..1 (paper grain and bleed-through are 0).
+    * ``line_art_mm`` (10) / ``glyph_mm`` (6) / ``line_area`` (0.08) -- line drawings without texture
+      (outlines, diagrams; see ``_line_art``): stroke networks on ~3 mm cells at least 10 mm both ways and
+      mostly blank inside, whose pieces connected at full resolution are larger than a glyph of body type
+      (6 mm: ascender to descender of 12 pt type is ~4.5 mm) and more than one stroke. Line art carries less
+      evidence than texture, so its size reference is larger: 0.08, between the 7-8 % of the drawings
+      labelled minor on ``../shared/data`` and the 10 % that makes an illustration there.
     * ``margin_mm`` (1.5) -- paper kept around each returned box (clipped to the page). The view has
       0.35 mm pixels and faint outer hairlines and frames fall below the ink ramp, so the detected box sits
       inside the printed picture; 1.5 mm is half the narrowest gutter set between a picture and text
@@ -469,6 +528,9 @@ class StructureJudge:
     ink_hi: float = 0.75
     max_aspect: float = 4.0
     margin_mm: float = 1.5
+    line_art_mm: float = 10.0
+    glyph_mm: float = 6.0
+    line_area: float = 0.08
     line_span_mm: float = 20.0
     type_mm: float = 25.0
     leading_ink: float = 0.01
@@ -552,6 +614,9 @@ class StructureJudge:
         for (rows, cols, mask), tone in zip(areas, tones, strict=True):
             ink[rows, cols][mask] = tone
         inkh = _column_means(ink, f, plane[0])
+        # line art is looked for on cells of ~2 mm (a line of body type, 1.5-2.5 mm, is one row of them)
+        cell_cols = max(1, round(_px(3.0, dpi) / f))
+        sketch = _stroke_cells(inkh, f, cell_cols * f, cell_cols)
         for rows, cols, _mask in areas:
             np.copyto(ink[rows, cols], 0.0, where=lines[rows, cols].view(bool))
         # ``ink > 0.5`` with the rules gone, without another pass over the float page
@@ -660,7 +725,80 @@ class StructureJudge:
             score = best if area >= self.min_area and bw >= min_side and bh >= min_side else 0.0
             fill = core_px / float((cx1 - cx0) * (cy1 - cy0))
             out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, score=score))
+        # a line drawing that meets a textured picture is that picture's outline: its crop takes in the pieces
+        # it meets, not the drawing's whole group (display type may stand within its reach)
+        for art, pieces in self._line_art(sketch, cell_cols * f, raw.view(np.uint8), inked):
+            met = False
+            for i, r in enumerate(out):
+                if r.score >= self.threshold and _overlap(r.box, art.box):
+                    box = r.box
+                    for p in (p for p in pieces if _overlap(r.box, p)):
+                        box = (min(box[0], p[0]), min(box[1], p[1]), max(box[2], p[2]), max(box[3], p[3]))
+                    out[i], met = replace(r, box=box, area=(box[2] - box[0]) * (box[3] - box[1])), True
+            if not met:
+                out.append(art)
         return out, dark
+
+    def _line_art(
+        self,
+        sketch: np.ndarray,
+        cell: int,
+        strokes: np.ndarray,
+        inked: np.ndarray,
+    ) -> list[tuple[Region, list[Box]]]:
+        """Regions of line drawings without texture (outlines, diagrams, card symbols): networks of strokes far
+        larger than a glyph, their inside blank. Candidates: components of ``sketch`` (cells of ``cell`` px that
+        a stroke passes) at least ``line_art_mm`` both ways and at most 60 % inked (text, even where its lines
+        run together or a rule joins them, inks nearly every cell). Within a candidate's cells (and one more
+        around), the pieces of ``strokes`` (0/1 uint8, rules removed: a figure's straight lines and frame go
+        with them) connected at the view's resolution that are larger than a glyph of body type both ways
+        (``glyph_mm``; notes on staves are not) and more than one stroke (rows and columns cross them 1.5
+        times or more on average, see :func:`_strokes_crossed`) are drawing. Pieces less than 2 x ``merge_mm``
+        apart are one picture, its score weighing its area against ``line_area``; each is returned with its
+        pieces' boxes (page fractions)."""
+        h, w = strokes.shape
+        hc, wc = sketch.shape
+        if hc < 3 or wc < 3:
+            return []
+        dpi, mm = self.dpi, MM_PER_INCH / self.dpi
+        ltype = cv2.CV_16U if cv2.countNonZero(sketch) < 65535 else cv2.CV_32S
+        _n, _labels, stats, _ = cv2.connectedComponentsWithStats(sketch, connectivity=8, ltype=ltype)
+        ext = math.ceil(self.line_art_mm / (cell * mm))
+        x, y, cw, ch, cells = stats.T
+        # (a network touching the outermost cells is the scan's edge or the paper's, not print)
+        cand = (cw >= ext) & (ch >= ext) & (5 * cells <= 3 * cw * ch)
+        cand[0] = False
+        glyph = _px(self.glyph_mm, dpi)
+        found: list[list[int]] = []
+        for i in np.flatnonzero(cand):
+            x0, y0 = max(0, x[i] - 1) * cell, max(0, y[i] - 1) * cell
+            x1, y1 = min(w, (x[i] + cw[i] + 1) * cell), min(h, (y[i] + ch[i] + 1) * cell)
+            _k, labels, pieces, _ = cv2.connectedComponentsWithStats(
+                strokes[y0:y1, x0:x1], connectivity=8, ltype=cv2.CV_16U
+            )
+            large = (pieces[:, 2] >= glyph) & (pieces[:, 3] >= glyph)
+            large[0] = False
+            for j in np.flatnonzero(large):
+                px0, py0, pw, ph, _a = pieces[j]
+                gx0, gy0 = x0 + px0, y0 + py0
+                if _strokes_crossed(labels[py0 : py0 + ph, px0 : px0 + pw] == j) >= 1.5:
+                    found.append([int(gx0), int(gy0), int(gx0 + pw), int(gy0 + ph)])
+        regions = []
+        grow, min_side = _px(self.grow_mm, dpi), _px(self.min_side_mm, dpi)
+        for gx0, gy0, gx1, gy1 in _near_groups(found, _px(2 * self.merge_mm, dpi)):
+            pieces = [
+                (b[0] / w, b[1] / h, b[2] / w, b[3] / h)
+                for b in found
+                if gx0 <= b[0] and gy0 <= b[1] and b[2] <= gx1 and b[3] <= gy1
+            ]
+            x0, y0, x1, y1 = _grow_to_ink(inked, gx0, gy0, gx1, gy1, grow)
+            box = (x0 / w, y0 / h, x1 / w, y1 / h)
+            bw, bh = x1 - x0, y1 - y0
+            area = bw * bh / float(h * w)
+            z = _size_evidence(area, self.line_area, max(bw / bh, bh / bw), self.max_aspect)
+            score = 1.0 / (1.0 + math.exp(-z)) if bw >= min_side and bh >= min_side else 0.0
+            regions.append((Region(box=box, area=area, fill=0.0, score=score), pieces))
+        return regions
 
     def _lines_of_type(self, inkh: np.ndarray, xdpi: float) -> np.ndarray:
         """``True`` where a horizontal span of ``line_span_mm`` shows lines of type: bands of ink at most
@@ -710,10 +848,8 @@ class StructureJudge:
     def _score(self, area: float, fill: float, solid: float, aspect: float, variety: float = 1.0) -> float:
         """Log-linear evidence, squashed to 0..1; exactly 0.5 for a region at ``min_area``, ``fill_ref``,
         ``solid_ref`` and ``max_aspect``. Bigger helps up to a point (+2), smaller hurts steeply."""
-        ratio = math.log(max(area, 1e-9) / self.min_area)
         z = (
-            (min(1.5, 1.5 * ratio) if ratio > 0 else 4.0 * ratio)
-            - 3.0 * max(0.0, math.log(aspect / self.max_aspect))
+            _size_evidence(area, self.min_area, aspect, self.max_aspect)
             + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)
             - 10.0 * max(0.0, solid - self.solid_ref)
             - 8.0 * max(0.0, math.log(self.variety_ref / max(variety, 1e-3)))

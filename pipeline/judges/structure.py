@@ -490,12 +490,13 @@ class StructureJudge:
       when their crops overlap or lie < 2 x ``merge_mm`` apart with no white gutter between; weaker ones
       (headlines, ad cuts) never glue onto a picture.
     * ``ink_lo`` / ``ink_hi`` -- local contrast mapped to ink 0..1 (paper grain and bleed-through are 0).
-    * ``line_art_mm`` (10) / ``glyph_mm`` (6) / ``line_area`` (0.08) -- line drawings without texture
-      (outlines, diagrams; see ``_line_art``): stroke networks on ~3 mm cells at least 10 mm both ways and
-      mostly blank inside, whose pieces connected at full resolution are larger than a glyph of body type
-      (6 mm: ascender to descender of 12 pt type is ~4.5 mm) and more than one stroke. Line art carries less
-      evidence than texture, so its size reference is larger: 0.08, between the 7-8 % of the drawings
-      labelled minor on ``../shared/data`` and the 10 % that makes an illustration there.
+    * ``line_art_mm`` (10) / ``glyph_mm`` (6) / ``blank_ink`` (0.2) / ``line_area`` (0.08) -- line drawings
+      without texture (outlines, diagrams; see ``_line_art``): stroke networks on ~3 mm cells at least 10 mm
+      both ways and mostly blank, whose pieces connected at full resolution are larger than a glyph of body
+      type (6 mm: ascender to descender of 12 pt type is ~4.5 mm), ink at most 20 % of their box (hairline
+      outlines ~3-15 %, words run together on a soft newspaper scan ~30-60 %) and are more than one stroke.
+      Line art carries less evidence than texture, so its size reference is larger: 0.08, between the 7-8 %
+      of the drawings labelled minor on ``../shared/data`` and the 10 % that makes an illustration there.
     * ``margin_mm`` (1.5) -- paper kept around each returned box (clipped to the page). The view has
       0.35 mm pixels and faint outer hairlines and frames fall below the ink ramp, so the detected box sits
       inside the printed picture; 1.5 mm is half the narrowest gutter set between a picture and text
@@ -530,6 +531,7 @@ class StructureJudge:
     margin_mm: float = 1.5
     line_art_mm: float = 10.0
     glyph_mm: float = 6.0
+    blank_ink: float = 0.2
     line_area: float = 0.08
     line_span_mm: float = 20.0
     type_mm: float = 25.0
@@ -752,10 +754,11 @@ class StructureJudge:
         run together or a rule joins them, inks nearly every cell). Within a candidate's cells (and one more
         around), the pieces of ``strokes`` (0/1 uint8, rules removed: a figure's straight lines and frame go
         with them) connected at the view's resolution that are larger than a glyph of body type both ways
-        (``glyph_mm``; notes on staves are not) and more than one stroke (rows and columns cross them 1.5
-        times or more on average, see :func:`_strokes_crossed`) are drawing. Pieces less than 2 x ``merge_mm``
-        apart are one picture, its score weighing its area against ``line_area``; each is returned with its
-        pieces' boxes (page fractions)."""
+        (``glyph_mm``; notes on staves are not), mostly blank inside (ink on at most ``blank_ink`` of their
+        box: words whose glyphs run together on a soft scan ink ~30-60 %) and more than one stroke (see
+        :func:`_strokes_crossed`) are drawing. Pieces less than 2 x ``merge_mm`` apart are one picture, its
+        score weighing its area against ``line_area``; each is returned with its pieces' boxes (page
+        fractions)."""
         h, w = strokes.shape
         hc, wc = sketch.shape
         if hc < 3 or wc < 3:
@@ -781,16 +784,14 @@ class StructureJudge:
             for j in np.flatnonzero(large):
                 px0, py0, pw, ph, _a = pieces[j]
                 gx0, gy0 = x0 + px0, y0 + py0
-                if _strokes_crossed(labels[py0 : py0 + ph, px0 : px0 + pw] == j) >= 1.5:
+                comp = labels[py0 : py0 + ph, px0 : px0 + pw] == j
+                if np.count_nonzero(comp) <= self.blank_ink * pw * ph and _strokes_crossed(comp) >= 1.5:
                     found.append([int(gx0), int(gy0), int(gx0 + pw), int(gy0 + ph)])
         regions = []
         grow, min_side = _px(self.grow_mm, dpi), _px(self.min_side_mm, dpi)
         for gx0, gy0, gx1, gy1 in _near_groups(found, _px(2 * self.merge_mm, dpi)):
-            pieces = [
-                (b[0] / w, b[1] / h, b[2] / w, b[3] / h)
-                for b in found
-                if gx0 <= b[0] and gy0 <= b[1] and b[2] <= gx1 and b[3] <= gy1
-            ]
+            inside = [b for b in found if gx0 <= b[0] and gy0 <= b[1] and b[2] <= gx1 and b[3] <= gy1]
+            pieces = [(b[0] / w, b[1] / h, b[2] / w, b[3] / h) for b in inside]
             x0, y0, x1, y1 = _grow_to_ink(inked, gx0, gy0, gx1, gy1, grow)
             box = (x0 / w, y0 / h, x1 / w, y1 / h)
             bw, bh = x1 - x0, y1 - y0

@@ -90,7 +90,8 @@ class Region:
     area: float
     """Box area as a fraction of the page."""
     fill: float
-    """Fraction of the textured cores' box where the row-minimum density marks picture texture."""
+    """Fraction of the textured cores' box where the row-minimum density marks picture texture (0 for a line
+    drawing, which has none)."""
     score: float
 
 

@@ -7,12 +7,14 @@ dot screens, microfilm targets are big glyphs, bars and grey patches.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import cv2
 import numpy as np
 import pytest
 
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
-from pipeline.judges.structure import StructureJudge
+from pipeline.judges.structure import StructureJudge, _line_mask
 
 PAPER, INK = 235, 25
 A4 = (842, 595)  # h, w at 72 dpi
@@ -439,6 +441,19 @@ def test_shaded_parts_joined_by_light_strokes_are_one_crop(judge: StructureJudge
     assert iou(v.boxes[1], frac(below, A4)) > 0.8
 
 
+def test_line_mask_is_cv2s_opening_both_ways_grown_by_3x3() -> None:
+    """The bit-packed rule tracer gives exactly what OpenCV's full-size morphology gives, at any width
+    (byte boundaries), length and ink density, runs touching the edges included."""
+    rng = np.random.default_rng(0)
+    for _ in range(150):
+        h, w, length = int(rng.integers(3, 70)), int(rng.integers(3, 90)), int(rng.integers(2, 40))
+        inkb = rng.random((h, w)) < rng.uniform(0.3, 0.97)
+        u8 = inkb.view(np.uint8)
+        runs = cv2.morphologyEx(u8, cv2.MORPH_OPEN, np.ones((1, length), np.uint8))
+        runs |= cv2.morphologyEx(u8, cv2.MORPH_OPEN, np.ones((length, 1), np.uint8))
+        assert np.array_equal(_line_mask(inkb, length), cv2.dilate(runs, np.ones((3, 3), np.uint8)))
+
+
 def test_release_frees_the_threads_work_arrays() -> None:
     from pipeline.judges import structure
 
@@ -559,3 +574,174 @@ def test_halftone_photo_beside_newspaper_text_is_kept_at_every_screen(judge: Str
     halftone(img, pic, lpi=lpi, seed=2)
     v = judge(img)
     assert v.keep and max(iou(b, frac(pic, img.shape)) for b in v.boxes) > 0.5
+
+
+# --- line drawings without texture (issue #12): card symbols, geometric figures ------------------------
+
+
+def outline(img: np.ndarray, points: np.ndarray | list, closed: bool = True) -> None:
+    """A hairline (one view pixel, anti-aliased) through ``points``, as a line block prints at 72 dpi."""
+    pts = np.round(np.asarray(points, np.float64) * 16).astype(np.int32)
+    cv2.polylines(img, [pts], closed, INK, 1, cv2.LINE_AA, shift=4)
+
+
+def heart(cx: float, cy: float, size: float, up: bool = True) -> np.ndarray:
+    t = np.linspace(0, 2 * np.pi, 160)
+    x = 16 * np.sin(t) ** 3
+    y = -(13 * np.cos(t) - 5 * np.cos(2 * t) - 2 * np.cos(3 * t) - np.cos(4 * t))
+    return np.c_[cx + x * size / 34, cy + (y if up else -y) * size / 34]
+
+
+def card_symbols(img: np.ndarray, box: tuple[int, int, int, int]) -> None:
+    """Heart, diamond, spade and club drawn in outline, two by two in ``box`` (a card-game manual's figure)."""
+    x0, y0, x1, y1 = box
+    s = min(x1 - x0, y1 - y0) * 0.4
+    centres = [(x0 + (x1 - x0) * fx, y0 + (y1 - y0) * fy) for fy in (0.27, 0.73) for fx in (0.27, 0.73)]
+    (hx, hy), (dx, dy), (sx, sy), (cx, cy) = centres
+    outline(img, heart(hx, hy, s))
+    outline(img, [(dx, dy - s / 2), (dx + s / 3, dy), (dx, dy + s / 2), (dx - s / 3, dy)])
+    outline(img, heart(sx, sy - s * 0.08, s, up=False))
+    outline(img, [(sx - s / 8, sy + s / 2), (sx, sy + s / 4), (sx + s / 8, sy + s / 2)])
+    r = s / 4.5
+    for ox, oy in ((0, -1.1 * r), (-1.05 * r, 0.5 * r), (1.05 * r, 0.5 * r)):
+        cv2.circle(img, (round((cx + ox) * 16), round((cy + oy) * 16)), round(r * 16), INK, 1, cv2.LINE_AA, 4)
+    outline(img, [(cx - r / 2, cy + s / 2), (cx, cy + r * 0.4), (cx + r / 2, cy + s / 2)])
+
+
+def geometric_figure(img: np.ndarray, box: tuple[int, int, int, int]) -> None:
+    """A triangle ABC in its circumcircle with the altitude from C, vertices lettered (a geometry textbook)."""
+    x0, y0, x1, y1 = box
+    cx, cy, r = (x0 + x1) / 2, (y0 + y1) / 2, min(x1 - x0, y1 - y0) / 2 - 10
+    a, b, c = ((cx + r * np.cos(t), cy + r * np.sin(t)) for t in np.radians([160, 20, 250]))
+    outline(img, [a, b, c])
+    outline(img, [c, (c[0], a[1] + (b[1] - a[1]) * (c[0] - a[0]) / (b[0] - a[0]))], closed=False)
+    cv2.circle(img, (round(cx * 16), round(cy * 16)), round(r * 16), INK, 1, cv2.LINE_AA, 4)
+    for (px, py), name in ((a, "A"), (b, "B"), (c, "C")):
+        dx, dy = np.sign(px - cx), np.sign(py - cy)
+        cv2.putText(img, name, (round(px + 8 * dx - 4), round(py + 8 * dy + 4)), cv2.FONT_HERSHEY_SIMPLEX, 0.35, INK)
+
+
+Figure = Callable[[np.ndarray, tuple[int, int, int, int]], None]
+
+
+def page_with_figure(draw: Figure, box: tuple[int, int, int, int], seed: int = 0) -> tuple[np.ndarray, tuple[int, ...]]:
+    """A book page of text with ``draw``'s figure in ``box`` (a white gutter of ~3 mm around it), and the box
+    of the figure's own ink."""
+    img = book_page(seed=seed)
+    img[box[1] - 10 : box[3] + 10, 40 : OCTAVO[1] - 40] = paper((box[3] - box[1] + 20, OCTAVO[1] - 80), seed=seed)
+    alone = np.full(OCTAVO, 255, np.uint8)
+    draw(alone, box)
+    ys, xs = np.nonzero(alone < 200)
+    draw(img, box)
+    return img, (int(xs.min()), int(ys.min()), int(xs.max()) + 1, int(ys.max()) + 1)
+
+
+def share(box: tuple[int, ...]) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1]) / (OCTAVO[0] * OCTAVO[1])
+
+
+@pytest.mark.parametrize(
+    ("draw", "box"),
+    [
+        (card_symbols, (105, 200, 295, 390)),  # a figure 56 x 58 mm, 11 % of the page
+        (geometric_figure, (90, 170, 310, 390)),  # a circle of 70 mm, 17 %
+        (geometric_figure, (115, 200, 285, 370)),  # 53 mm, 10 %
+    ],
+)
+def test_a_line_drawing_without_texture_is_kept_and_boxed(
+    judge: StructureJudge, draw: Figure, box: tuple[int, int, int, int]
+) -> None:
+    """Outlines have blank insides, so no window of them is inked in every row: they are found as stroke
+    networks far larger than a glyph, crossed more than once, in a mostly blank area (the figure's straight
+    lines go with the rules; what is left still spans it)."""
+    img, figure = page_with_figure(draw, box)
+    assert 0.1 <= share(figure) <= 0.2
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1
+    assert iou(v.boxes[0], frac(figure, OCTAVO)) > 0.8
+
+
+def test_a_line_drawing_under_a_tenth_of_the_page_is_minor(judge: StructureJudge) -> None:
+    """The size that makes a drawing an illustration (~10 % of the page; labelled ``minor`` below) holds for
+    line art as for texture, though its reference (``line_area``) is larger than ``min_area``."""
+    img, figure = page_with_figure(card_symbols, (125, 230, 275, 380))
+    assert 0.06 <= share(figure) <= 0.08
+    v = judge(img)
+    assert not v.keep and 0.1 < v.score < 0.5
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_text_with_a_small_line_ornament_is_rejected(judge: StructureJudge, seed: int) -> None:
+    """A flourish of a few centimetres between paragraphs is an ornament, line-drawn or not."""
+    img, figure = page_with_figure(card_symbols, (165, 275, 235, 345), seed=seed)
+    assert share(figure) < 0.02
+    v = judge(img)
+    assert not v.keep and v.score < 0.1
+
+
+def test_a_ruled_table_is_rejected(judge: StructureJudge) -> None:
+    """A table's rules are long straight runs, its cells text: no stroke network is left once rules go."""
+    img = book_page(seed=3)
+    x0, y0, x1, y1 = 40, 150, 360, 470
+    img[y0 - 6 : y1 + 6, x0 - 6 : x1 + 6] = paper((y1 - y0 + 12, x1 - x0 + 12), seed=3)
+    cols, rows = np.linspace(x0, x1, 5).astype(int), np.linspace(y0, y1, 9).astype(int)
+    for i in range(len(rows) - 1):
+        for j in range(len(cols) - 1):
+            text_block(img, (cols[j] + 5, rows[i] + 2, cols[j + 1] - 5, rows[i + 1] - 8), 14, 0.38, seed=i * 9 + j)
+    for x in cols:
+        cv2.line(img, (int(x), y0), (int(x), y1), INK, 1)
+    for y in rows:
+        cv2.line(img, (x0, int(y)), (x1, int(y)), INK, 1)
+    v = judge(img)
+    assert not v.keep and v.score < 0.2
+
+
+def test_text_whose_lines_run_together_is_not_line_art(judge: StructureJudge) -> None:
+    """Small type at 72 dpi: descenders touch the next line's ascenders, so glyphs chain into networks
+    larger than a glyph, crossed more than once; but text inks nearly every 3 mm cell."""
+    for pitch in (10, 11):
+        img = paper(OCTAVO)
+        text_block(img, (40, 40, 360, 580), pitch=pitch, scale=0.42)
+        assert not judge(img).keep
+
+
+def test_a_diagonal_hairline_is_not_line_art(judge: StructureJudge) -> None:
+    """A single stroke, however long and whatever its angle (a resolution target's diagonal, a cancelled
+    page's stroke), is crossed once by every row and column: no drawing."""
+    img = paper(OCTAVO)
+    cv2.line(img, (40, 580), (360, 40), INK, 1, cv2.LINE_AA)
+    for i in range(6):
+        cv2.rectangle(img, (70 + 40 * i, 470), (105 + 40 * i, 505), 40 + 35 * i, -1)
+    assert not judge(img).keep
+
+
+def test_a_page_of_music_staves_is_not_line_art(judge: StructureJudge) -> None:
+    """Staff lines are rules; what is left, notes with stems and beams, is glyph-sized (labelled minor when
+    a book prints a few bars)."""
+    rng = np.random.default_rng(0)
+    img = paper(OCTAVO)
+    for top in range(60, 560, 42):  # staves 15 mm apart
+        for i in range(5):
+            cv2.line(img, (40, top + 6 * i), (360, top + 6 * i), INK, 1, cv2.LINE_AA)
+        x = 55
+        while x < 330:
+            n, up = int(rng.integers(1, 5)), bool(rng.random() < 0.5)
+            heads = [(x + 12 * k, top + 3 * int(rng.integers(-2, 10))) for k in range(n)]
+            for hx, hy in heads:
+                cv2.ellipse(img, (hx, hy), (3, 2), -20, 0, 360, INK, -1, cv2.LINE_AA)
+                cv2.line(img, (hx + (3 if up else -3), hy), (hx + (3 if up else -3), hy + (-20 if up else 20)), INK)
+            if n > 1:
+                by = min(y for _x, y in heads) - 20 if up else max(y for _x, y in heads) + 20
+                cv2.line(img, (heads[0][0] + (3 if up else -3), by), (heads[-1][0] + (3 if up else -3), by), INK, 3)
+            x += 12 * n + 18
+    assert not judge(img).keep
+
+
+def test_a_shaded_part_inside_a_line_drawing_is_cropped_with_the_whole_drawing(judge: StructureJudge) -> None:
+    """The hatching is found as texture; the outline around it, blank inside, belongs to the same picture:
+    one crop, the drawing's (the texture's crop alone grows only so far along strokes)."""
+    img, figure = page_with_figure(geometric_figure, (90, 170, 310, 390))
+    engraving(img, (160, 250, 240, 330), seed=1, frame=False)
+    v = judge(img)
+    assert v.keep and len(v.boxes) == 1
+    assert iou(v.boxes[0], frac(figure, OCTAVO)) > 0.8

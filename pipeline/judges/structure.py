@@ -627,7 +627,7 @@ class StructureJudge:
         for (rows, cols, mask), tone in zip(areas, tones, strict=True):
             ink[rows, cols][mask] = tone
         inkh = _column_means(ink, f, plane[0])
-        # line art is looked for on cells of ~2 mm (a line of body type, 1.5-2.5 mm, is one row of them)
+        # line art is looked for on cells of ~3 mm (a line of body type, 1.5-2.5 mm, inks every cell it crosses)
         cell_cols = max(1, round(_px(3.0, dpi) / f))
         sketch = _stroke_cells(inkh, f, cell_cols * f, cell_cols)
         for rows, cols, _mask in areas:
@@ -780,7 +780,6 @@ class StructureJudge:
         _n, _labels, stats, _ = cv2.connectedComponentsWithStats(sketch, connectivity=8, ltype=ltype)
         ext = math.ceil(self.line_art_mm / (cell * mm))
         x, y, cw, ch, cells = stats.T
-        # (a network touching the outermost cells is the scan's edge or the paper's, not print)
         # (a network reaching the outermost cells is the scan's edge or the paper's, or a target's frame, not
         # a printed drawing: left out, it costs nothing to trace)
         cand = (cw >= ext) & (ch >= ext) & (5 * cells <= 3 * cw * ch) & (x > 0) & (y > 0)
@@ -863,7 +862,7 @@ class StructureJudge:
 
     def _score(self, area: float, fill: float, solid: float, aspect: float, variety: float = 1.0) -> float:
         """Log-linear evidence, squashed to 0..1; exactly 0.5 for a region at ``min_area``, ``fill_ref``,
-        ``solid_ref`` and ``max_aspect``. Bigger helps up to a point (+2), smaller hurts steeply."""
+        ``solid_ref`` and ``max_aspect``. Bigger helps up to a point (+1.5), smaller hurts steeply."""
         z = (
             _size_evidence(area, self.min_area, aspect, self.max_aspect)
             + 3.0 * math.log(max(fill, 1e-3) / self.fill_ref)

@@ -637,7 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
     )
-    parser.add_argument("--epochs", type=int, default=8)
+    parser.add_argument("--epochs", type=int, default=8, help="with --tune block")
     parser.add_argument(
         "--views", type=int, default=8, help="cached views per photo: the photo, its mirror, augmented ones"
     )
@@ -651,7 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.0,
         help="fraction held out of all training and scored once (0, default: train on every photo; CV is the estimate)",
     )
-    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--lr", type=float, default=3e-4, help="with --tune block")
     parser.add_argument("--weight-decay", type=float, default=5e-2, help="with --tune block")
     parser.add_argument("--l2", type=float, default=L2, help=f"with --tune head: triage rows' penalty (default {L2})")
     parser.add_argument(
@@ -671,7 +671,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--phash-distance", type=int, default=10)
-    parser.add_argument("--max-steps", type=int, help="stop each training run after this many steps (smoke tests)")
+    parser.add_argument(
+        "--max-steps", type=int, help="with --tune block: stop each training run after this many steps (smoke tests)"
+    )
     parser.add_argument("--no-pretrained", action="store_true", help="random init instead of ImageNet weights")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     parser.add_argument("--seed", type=int, default=SEED)

@@ -564,7 +564,7 @@ def train(
     # repeated grouped cross-validation on the fitting part: every photo is predicted once per repeat by a model
     # that saw neither it nor its near-duplicates; the pooled out-of-fold logits choose temperature and thresholds
     fit_idx = np.nonzero(fit)[0]
-    oof_logits, oof_targets, repeat_bal = [], [], []
+    oof_logits, repeat_bal = [], []
     for r in range(cv_repeats if folds > 1 else 0):
         fold_of = grouped_folds(data.groups[fit], data.targets[fit], folds, seed=seed + r)
         oof = np.zeros((len(fit_idx), len(data.labels)))
@@ -572,11 +572,10 @@ def train(
             fit_on(fit_idx[fold_of != k], seed + k, f"repeat {r + 1}/{cv_repeats} fold {k + 1}/{folds}")
             oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
         oof_logits.append(oof)
-        oof_targets.append(data.targets[fit])
         repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
     cv: dict[str, object] = {}
     if oof_logits:
-        all_oof, all_targets = np.concatenate(oof_logits), np.concatenate(oof_targets)
+        all_oof, all_targets = np.concatenate(oof_logits), np.tile(data.targets[fit], len(oof_logits))
         policy = choose_operating_point(policy, all_oof, all_targets)
         cv = evaluate(policy, all_oof, all_targets) | {
             "repeats": cv_repeats,

@@ -39,8 +39,10 @@ and this textured" for any page. On ``../shared/data`` (bench/eval_purity.py) il
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -384,27 +386,39 @@ def _joined(a: list, b: list, inked: np.ndarray, reach: int) -> bool:
     return False
 
 
-def _merge_overlapping(boxes: list[list[int]], inked: np.ndarray, reach: int) -> list[list[int]]:
-    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n, score]`` that are one picture (``_joined``),
-    until none are: the pieces of one picture become one crop. The second box is unioned too, the count
-    summed, the best score kept."""
+def _union_until_stable(
+    boxes: list[list[int]],
+    joined: Callable[[list[int], list[int]], bool],
+    union: Callable[[list[int], list[int]], list[int]],
+) -> list[list[int]]:
+    """Replace any two ``joined`` boxes by their ``union`` until no two are joined (a grown box is checked again
+    against every other, earlier ones included)."""
     boxes = [b[:] for b in boxes]
     changed = True
     while changed:
         changed = False
-        for i in range(len(boxes)):
-            for j in range(i + 1, len(boxes)):
-                a, b = boxes[i], boxes[j]
-                if _joined(a, b, inked, reach):
-                    boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
-                    boxes[i] += [min(a[4], b[4]), min(a[5], b[5]), max(a[6], b[6]), max(a[7], b[7])]
-                    boxes[i] += [a[8] + b[8], max(a[9], b[9])]
-                    del boxes[j]
-                    changed = True
-                    break
-            if changed:
+        for i, j in itertools.combinations(range(len(boxes)), 2):
+            if joined(boxes[i], boxes[j]):
+                boxes[i] = union(boxes[i], boxes[j])
+                del boxes[j]
+                changed = True
                 break
     return boxes
+
+
+def _box_union(a: list[int], b: list[int]) -> list[int]:
+    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+
+
+def _merge_overlapping(boxes: list[list[int]], inked: np.ndarray, reach: int) -> list[list[int]]:
+    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n, score]`` that are one picture (``_joined``),
+    until none are: the pieces of one picture become one crop. The second box is unioned too, the count
+    summed, the best score kept."""
+    return _union_until_stable(
+        boxes,
+        lambda a, b: _joined(a, b, inked, reach),
+        lambda a, b: _box_union(a, b) + _box_union(a[4:8], b[4:8]) + [a[8] + b[8], max(a[9], b[9])],
+    )
 
 
 def _size_evidence(area: float, ref: float, aspect: float, max_aspect: float) -> float:
@@ -442,18 +456,11 @@ def _overlap(a: Box, b: Box) -> bool:
 
 def _near_groups(boxes: list[list[int]], gap: int) -> list[list[int]]:
     """Union boxes ``[x0, y0, x1, y1]`` less than ``gap`` apart both ways, until none are."""
-    boxes = [b[:] for b in boxes]
-    i = 0
-    while i < len(boxes):
-        for j in range(i + 1, len(boxes)):
-            a, b = boxes[i], boxes[j]
-            if a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]:
-                boxes[i] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
-                del boxes[j]
-                break
-        else:
-            i += 1
-    return boxes
+
+    def near(a: list[int], b: list[int]) -> bool:
+        return a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]
+
+    return _union_until_stable(boxes, near, _box_union)
 
 
 @dataclass

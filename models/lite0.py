@@ -27,6 +27,8 @@ import torch
 from transformers import EfficientNetConfig, EfficientNetForImageClassification, EfficientNetImageProcessorPil
 
 IMAGE_SIZE = 224
+"""ImageNet's input size, at which these weights were trained (and are checked); a model trained here may use
+another (``python -m models.train --image-size``)."""
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.5, 0.5, 0.5)
 """The normalisation these weights were trained with (TensorFlow's (x - 127) / 128): with it the ImageNet
@@ -35,11 +37,11 @@ SE_OPEN_BIAS = 30.0
 """sigmoid(30) rounds to exactly 1.0 in float32 and float16: a squeeze-excite gate that changes nothing."""
 
 
-def lite0_config(id2label: dict[int, str], **extra: object) -> EfficientNetConfig:
+def lite0_config(id2label: dict[int, str], image_size: int = IMAGE_SIZE, **extra: object) -> EfficientNetConfig:
     """A transformers config that computes EfficientNet-Lite0 (B0's block plan, ReLU6, PyTorch BatchNorm)."""
     blocks = sum((1, 2, 2, 3, 3, 4, 1))
     return EfficientNetConfig(
-        image_size=IMAGE_SIZE,
+        image_size=image_size,
         width_coefficient=1.0,
         depth_coefficient=1.0,
         depthwise_padding=list(range(blocks)),  # symmetric k//2 padding in stride-2 depthwise convs, as timm
@@ -56,15 +58,15 @@ def lite0_config(id2label: dict[int, str], **extra: object) -> EfficientNetConfi
     )
 
 
-def image_processor() -> EfficientNetImageProcessorPil:
-    """Resize to 224×224 (no crop: the lesion may be near an edge), rescale, normalise.
+def image_processor(image_size: int = IMAGE_SIZE) -> EfficientNetImageProcessorPil:
+    """Resize to ``image_size`` square (no crop: the lesion may be near an edge), rescale, normalise.
 
     The PIL backend, named explicitly: the default one needs torchvision (see the module docstring), and the
     same resizing code then runs in training, in CI and on the Space.
     """
     return EfficientNetImageProcessorPil(
         do_resize=True,
-        size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        size={"height": image_size, "width": image_size},
         resample=3,  # bicubic
         do_center_crop=False,
         do_rescale=True,
@@ -106,14 +108,18 @@ def _is_buffer_or_param(key: str) -> bool:
 
 
 def build_lite0(
-    id2label: dict[int, str], pretrained: bool = True, keep_imagenet_head: bool = False, **extra: object
+    id2label: dict[int, str],
+    pretrained: bool = True,
+    keep_imagenet_head: bool = False,
+    image_size: int = IMAGE_SIZE,
+    **extra: object,
 ) -> EfficientNetForImageClassification:
     """EfficientNet-Lite0 with ImageNet weights (or random ones), and a new head for ``id2label``.
 
     ``keep_imagenet_head`` keeps the 1000-class ImageNet classifier (``id2label`` must then have 1000 labels):
     that is how the weight mapping is checked on photos of known ImageNet classes.
     """
-    model = EfficientNetForImageClassification(lite0_config(id2label, **extra))
+    model = EfficientNetForImageClassification(lite0_config(id2label, image_size, **extra))
     pin_squeeze_excite_open(model)
     if not pretrained:
         return model

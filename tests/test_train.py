@@ -60,7 +60,7 @@ def trained(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     code = train.main(
         [str(data_dir), "-o", str(out), "--not-cattle", str(data_dir / "not_cattle"), "--classes", "lumpy_skin",
          "normal_skin", "--no-pretrained", "--views", "3", "--folds", "2", "--cv-repeats", "2", "--holdout", "0.25",
-         "--threads", "1"]
+         "--threads", "1", "--image-size", "128"]
     )  # fmt: skip
     assert code == 0
     return out
@@ -73,7 +73,7 @@ def test_trained_folder_loads_with_the_generic_transformers_loader(trained: Path
     assert model.config.triage["gate_label"] == "not_cattle"
     assert (trained / "model.safetensors").is_file()
     pixels = processor(images=[_photo("lumpy_skin", 99)], return_tensors="pt")["pixel_values"]
-    assert pixels.shape == (1, 3, 224, 224)
+    assert pixels.shape == (1, 3, 128, 128), "the saved processor resizes to the size the model was trained at"
     with torch.inference_mode():
         assert model(pixel_values=pixels).logits.shape == (1, 3)
 
@@ -138,6 +138,16 @@ def test_a_mirror_policy_answers_a_photo_and_its_mirror_alike(tmp_path: Path) ->
         single = m.logits([photo, mirrored])
     assert np.abs(single[0] - single[1]).max() > 0.05
     np.testing.assert_allclose(both[0], single.mean(axis=0), atol=1e-4)
+
+
+def test_features_are_computed_at_the_size_the_model_is_trained_at(data_dir: Path) -> None:
+    """Training views resized as the saved processor resizes: Lite0's final map is 1/32 of the input side."""
+    model = build_lite0({0: "a", 1: "b"}, pretrained=False)
+    paths = train.list_images(data_dir / "lumpy_skin")[:2]
+    for size in (64, 96):
+        feats, thumbs = train.cache_features(model, paths, views=3, upto=16, image_size=size)
+        assert feats.shape == (2, 3, 320, size // 32, size // 32)
+        assert len(thumbs) == 2
 
 
 def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path) -> None:
@@ -287,7 +297,10 @@ def test_committed_default_model_loads_and_gives_triage_probabilities() -> None:
         assert 0.0 <= photo.gate <= 1.0
     policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(folder).config)
     assert policy.gate_label == "not_cattle" and policy.alert_label == "lumpy_skin"
-    assert image_processor().to_dict()["image_mean"] == AutoImageProcessor.from_pretrained(folder).image_mean
+    saved = AutoImageProcessor.from_pretrained(folder)
+    assert image_processor().to_dict()["image_mean"] == saved.image_mean
+    side = json.loads((folder / "metrics.json").read_text())["training"]["image_size"]
+    assert (saved.size["height"], saved.size["width"]) == (side, side), "inference resizes as training did"
 
 
 def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path) -> None:

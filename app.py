@@ -88,7 +88,8 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     probabilities and the details (advice, per-photo table).
 
     The verdict is its own output: with a notifiable-first operating point it is not always the most probable
-    class (normal skin is answered only from 94 %, else *inconclusive*), so a chart's headline would contradict it.
+    class (the built-in model answers normal skin only from 92 %, else *inconclusive*), so a chart's headline would
+    contradict it.
 
     Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are
     raised as ``gr.Error`` here because only that keeps its message across the ZeroGPU process boundary.
@@ -125,7 +126,7 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
         lines.append(NOTIFIABLE[case.verdict])
     lines += [
         f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')}); probabilities are calibrated.",
-        f"| photo | verdict | {' | '.join(labels)} |\n|---|---|{'---|' * len(labels)}\n{rows}",
+        f"| photo | verdict | {' | '.join(map(say, labels))} |\n|---|---|{'---|' * len(labels)}\n{rows}",
     ]
     return say(case.verdict), scores, "\n\n".join(lines)
 
@@ -245,6 +246,9 @@ def _work_dir() -> Path:
 # ---------------------------------------------------------------- layout
 CSS = """
 .report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
+#details th, #details td { overflow-wrap: normal; word-break: normal; padding: 6px 8px; }
+#details td:first-child { overflow-wrap: anywhere; }
+#details td:nth-child(n+3) { white-space: nowrap; }
 """
 
 with gr.Blocks(

@@ -32,7 +32,8 @@ Why these defaults (grouped 5-fold CV on the real photos, this 2-core machine; b
 * augmentation at 320 px: the old strong views (crop to 50 % of the area, ±20°, ±30 % colour) cost lumpy-skin recall
   (8 views, L2 1: 0.83 against 0.90; they crop lesions away), mild ones (crop to 80 %, ±10°, ±20 %) do not: photo +
   mirror + one mild view at L2 1 gave 0.900, 95.3 % of answered photos right at 82.6 % coverage; every variant tried
-  (2-8 views, L2 0.3-2) fell within 0.89-0.91, which is the fold noise of 100 normal-skin photos.
+  (2-8 views, L2 0.3-2, views at 288 and 384 px beside the 320 ones) fell within 0.89-0.91, which is the fold noise
+  of 100 normal-skin photos.
 * breed photos trained as ``normal_skin`` (``--cattle-as``) lower lumpy-skin recall (320 px: 0.89 -> 0.85, answered
   photos right 0.95 -> 0.83) and still leave most breed photos lumpy_skin or inconclusive: they stay cattle-only.
 """

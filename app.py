@@ -88,7 +88,7 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     probabilities and the details (advice, per-photo table).
 
     The verdict is its own output: with a notifiable-first operating point it is not always the most probable
-    class (the built-in model answers normal skin only from 92 %, else *inconclusive*), so a chart's headline would
+    class (normal skin needs more confidence than lumpy skin, else *inconclusive*), so a chart's headline would
     contradict it.
 
     Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are

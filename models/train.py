@@ -70,7 +70,7 @@ L2_GATE = 0.1
 TUNED_FROM_BLOCK = 11
 """Blocks from here on (the last five of Lite0's 16: its 7×7 stages), the head convolution and the classifier
 are trained (``--tune-from``)."""
-IMAGE_SIZE = 320
+TRAINED_IMAGE_SIZE = 320
 """Photos are resized to this square, not ImageNet's 224: most training photos are 256 px, and the nodules of
 lumpy skin then span more of the frozen backbone's 10×10 final map (measured in the module docstring)."""
 
@@ -529,7 +529,7 @@ def train(
     feature_cache: Path | None = None,
     cattle_as: str | None = None,
     tune_from: int = TUNED_FROM_BLOCK,
-    image_size: int = IMAGE_SIZE,
+    image_size: int = TRAINED_IMAGE_SIZE,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
     torch.manual_seed(seed)
@@ -690,7 +690,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"with --tune block: first trained block of 16 (default {TUNED_FROM_BLOCK})",
     )
     parser.add_argument(
-        "--image-size", type=int, default=IMAGE_SIZE, help=f"square input size in pixels (default {IMAGE_SIZE})"
+        "--image-size",
+        type=int,
+        default=TRAINED_IMAGE_SIZE,
+        help=f"square input size in pixels (default {TRAINED_IMAGE_SIZE})",
     )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--phash-distance", type=int, default=10)

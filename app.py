@@ -391,9 +391,10 @@ with gr.Blocks(
         queue=False,
         api_visibility="private",
     )
-    build = build_btn.click(
-        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False),
-        outputs=[build_btn, cancel_btn, cancelled],
+    results = [dataset_zip, score_chart, kept_gallery, rejected_gallery, report]
+    build = build_btn.click(  # the last run's results go: a cancelled run must not seem to have delivered them
+        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False, None, "", None, None, ""),
+        outputs=[build_btn, cancel_btn, cancelled, *results],
         queue=False,
         api_visibility="private",
     ).then(

@@ -275,6 +275,34 @@ def test_cancel_stops_the_run(browser: Browser, app: ModuleType, pdfs: dict[str,
     page.context.close()
 
 
+def test_a_new_run_clears_the_last_runs_results(
+    browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path
+) -> None:
+    """While a run works (and after it is cancelled) the page must not show the previous run's zip, chart, galleries
+    and report as if they were this run's."""
+    page = _open(browser, app, LAPTOP, "PDF → dataset")
+    _file_input(page, "pdfs").set_input_files(pdfs["mixed"])
+    _wait_for_upload(page, "pdfs", "gazette.pdf")
+    _build(page)
+    expect(page.locator("#dataset-zip a[download]")).to_have_count(1)
+    expect(page.locator("#score-chart svg")).to_have_count(1)
+    page.get_by_text("Report (report.html)").click()
+    expect(page.locator("#report iframe")).to_have_count(1)
+    page.locator("#pdfs").get_by_role("button", name="Clear").click()
+    _file_input(page, "pdfs").set_input_files(pdfs["long"])
+    _wait_for_upload(page, "pdfs", "annual.pdf")
+    page.locator("#build-btn").click()
+    summary = page.locator("#summary textarea")
+    expect(summary).to_have_value(_matches(r"^Page \d+/200"), timeout=RUN_TIMEOUT_MS)
+    for selector in ("#dataset-zip a[download]", "#score-chart svg", "#kept-gallery img", "#report iframe"):
+        expect(page.locator(selector)).to_have_count(0)
+    page.locator("#cancel-btn").click()
+    expect(summary).to_have_value(_matches("^Cancelled"), timeout=10_000)
+    page.screenshot(path=screenshots / "pdf-laptop-rerun-cancelled.png", full_page=True)
+    expect(page.locator("#dataset-zip a[download]")).to_have_count(0)
+    page.context.close()
+
+
 def test_the_built_in_model_on_a_phone(
     browser: Browser, app: ModuleType, files: dict[str, Path], screenshots: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,6 +116,43 @@ def test_fit_head_learns_raw_features_and_penalises_the_gate_row_apart() -> None
     assert rows[2] > 20 * rows[:2].max(), "the gate row keeps its own, weaker penalty"
 
 
+def test_top_tuning_starts_from_the_ridge_head_and_l2sp_holds_the_convolution_back() -> None:
+    """``--tune top``: zero epochs is exactly the ridge head; training moves the head convolution, the L2-SP
+    penalty bounds how far, and the frozen trunk (whose cached outputs the fits read) never changes."""
+    rng = np.random.default_rng(0)
+    n, views = 48, 2
+    targets = np.arange(n) % 3
+    feats = torch.tensor(rng.normal(0, 1, (n, views, 320, 2, 2)) + targets[:, None, None, None, None] * 0.5)
+    feats = feats.float()
+    labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
+    torch.manual_seed(0)
+    start = build_lite0(labels, pretrained=False)
+    pooled = train.pool_views(start, feats, 16)
+
+    def tuned(epochs: int, l2sp: float) -> torch.nn.Module:
+        model = build_lite0(labels, pretrained=False)
+        model.load_state_dict(start.state_dict())
+        train.train_top(model, feats, pooled, targets, 2, epochs, lr=1e-2, l2sp=l2sp, start=16, batch=16)
+        return model
+
+    ridge = build_lite0(labels, pretrained=False)
+    ridge.load_state_dict(start.state_dict())
+    train.fit_head(ridge, pooled, targets, 2, train.L2, train.L2_GATE)
+    assert torch.equal(tuned(0, train.L2SP).classifier.weight, ridge.classifier.weight)
+
+    def drift(model: torch.nn.Module) -> float:
+        moved = model.efficientnet.encoder.top_conv.weight - start.efficientnet.encoder.top_conv.weight
+        return float(moved.detach().norm())
+
+    free, held = tuned(3, 0.0), tuned(3, 100.0)
+    assert drift(free) > 0
+    assert drift(held) < drift(free) / 3
+    for name, value in free.efficientnet.embeddings.state_dict().items():
+        assert torch.equal(value, start.efficientnet.embeddings.state_dict()[name])
+    blocks = free.efficientnet.encoder.blocks.parameters(), start.efficientnet.encoder.blocks.parameters()
+    assert all(torch.equal(a, b) for a, b in zip(*blocks, strict=True))
+
+
 def test_a_mirror_policy_answers_a_photo_and_its_mirror_alike(tmp_path: Path) -> None:
     """The thresholds were chosen on logits averaged with the mirror image; inference must average the same way.
     (The committed model: an untrained network's logits hardly depend on the photo.)"""

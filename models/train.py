@@ -71,7 +71,7 @@ CATTLE_ONLY = -1
 """Target of a cattle photo without a triage label."""
 SEED = 0
 L2 = 1.0
-"""Ridge penalty of the triage rows on standardised features (``--tune head``); see the module docstring."""
+"""Ridge penalty of the classifier's triage rows on standardised features (both ``--tune`` modes); module docstring."""
 L2_GATE = 0.1
 """The gate row's penalty: weaker, because the gate has three times the photos behind it."""
 TUNED_FROM_BLOCK = 16

@@ -153,6 +153,22 @@ def test_top_tuning_starts_from_the_ridge_head_and_l2sp_holds_the_convolution_ba
     assert all(torch.equal(a, b) for a, b in zip(*blocks, strict=True))
 
 
+def test_tune_top_trains_the_head_convolution_of_the_saved_model(data_dir: Path, tmp_path: Path) -> None:
+    """``--tune top`` end to end: what cross-validation measured is what is saved, the head convolution included.
+    (ImageNet weights: a random trunk saturates ReLU6, and nothing would move.)"""
+    args = [str(data_dir), "--not-cattle", str(data_dir / "not_cattle"), "--classes", "lumpy_skin", "normal_skin",
+            "--folds", "2", "--cv-repeats", "1", "--threads", "1", "--image-size", "64"]  # fmt: skip
+    for tune in ("head", "top"):
+        assert train.main([*args, "-o", str(tmp_path / tune), "--tune", tune]) == 0
+    metrics = json.loads((tmp_path / "top" / "metrics.json").read_text())
+    assert metrics["training"]["tune"] == "top" and metrics["training"]["tuned_from_block"] == 16
+    head, top = (
+        AutoModelForImageClassification.from_pretrained(tmp_path / t).efficientnet.encoder for t in ("head", "top")
+    )
+    assert not torch.equal(head.top_conv.weight, top.top_conv.weight)
+    assert torch.equal(head.blocks[15].projection.project_conv.weight, top.blocks[15].projection.project_conv.weight)
+
+
 def test_a_mirror_policy_answers_a_photo_and_its_mirror_alike(tmp_path: Path) -> None:
     """The thresholds were chosen on logits averaged with the mirror image; inference must average the same way.
     (The committed model: an untrained network's logits hardly depend on the photo.)"""

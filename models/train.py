@@ -29,7 +29,9 @@ Why these defaults (grouped 5-fold CV on the real photos, this 2-core machine; b
   and its mirror, 0.894 / 0.891 / 0.881 with 8 views.
 * input size: photo + mirror, balanced accuracy (L2 0.3 / 1) at 224 px 0.881 / 0.893, 288 px 0.887 / 0.894,
   320 px 0.891 / 0.906, 384 px 0.897 / 0.901; the gate turns away 0.979 / 0.989 / 0.987 / 0.995 of non-cattle
-  photos (L2 1). 320 px (``--image-size``); max pooling instead of mean was no better (0.897 / 0.905 at 320).
+  photos (L2 1). 320 px (``--image-size``); max pooling instead of mean was no better (0.897 / 0.905 at 320), nor
+  was multi-scale test-time averaging (head trained and scored on photo + mirror at 288, 320 and 384 px: 0.900 /
+  0.896 / 0.894 on three sets of 3 fold draws, 320 px alone 0.906 / 0.893 / 0.892).
 * augmentation at 320 px: the old strong views (crop to 50 % of the area, ±20°, ±30 % colour) cost lumpy-skin recall
   (8 views, L2 1: 0.83 against 0.90; they crop lesions away), mild ones (crop to 80 %, ±10°, ±20 %) do not: photo +
   mirror + one mild view at L2 1 gave 0.900, 95.3 % of answered photos right at 82.6 % coverage; every variant tried

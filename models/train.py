@@ -313,15 +313,12 @@ def train_top(
     (in standardised units, as ``fit_head``) and an L2-SP penalty pulling the convolutions back to ImageNet's
     weights. BatchNorm statistics stay ImageNet's (eval mode): batches of 32 would only add noise.
     """
-    fit_head(model, pooled_feats, targets, gate_index, l2, l2_gate)
+    std = fit_head(model, pooled_feats, targets, gate_index, l2, l2_gate)
     enc = model.efficientnet.encoder
     top_modules = [*enc.blocks[start:], enc.top_conv, enc.top_bn]
     anchor = [p.detach().clone() for m in top_modules for p in m.parameters()]
     top_params = [p for m in top_modules for p in m.parameters()]
-    std = pooled_feats.reshape(-1, pooled_feats.shape[-1]).float().std(dim=0) + 1e-6
-    penalty = torch.full((model.config.num_labels, 1), float(l2))
-    if gate_index is not None:
-        penalty[gate_index] = l2_gate
+    penalty = ridge_penalty(model.config.num_labels, gate_index, l2, l2_gate)
     opt = torch.optim.Adam([*top_params, *model.classifier.parameters()], lr=lr)
     weights = class_weights(targets, model.config.num_labels)
     y = torch.as_tensor(targets)
@@ -389,14 +386,15 @@ def predict_logits(
 
 def fit_head(
     model: torch.nn.Module, feats: torch.Tensor, targets: np.ndarray, gate_index: int | None, l2: float, l2_gate: float
-) -> None:
+) -> torch.Tensor:
     """Set the classifier to an L2-regularised multinomial logistic regression on pooled features (photos, views, D).
 
     Why not SGD on the head: with ~300 triage photos and 1280 features the head overfits unless it is held back
     hard, and a strong ridge penalty on standardised features is the direct way to do that; full-batch L-BFGS
     finds its one optimum in seconds, deterministically. Every view of a photo is a sample. The gate row gets its
     own, weaker penalty (``l2_gate``): "is this cattle" has ~900 photos behind it, triage ~300. The
-    standardisation is folded into the weights, so the saved model is a plain transformers classifier.
+    standardisation is folded into the weights, so the saved model is a plain transformers classifier. Returns the
+    features' scale (std), in which the penalty is measured.
     """
     x = feats.reshape(-1, feats.shape[-1]).float()
     y = torch.as_tensor(np.repeat(targets, feats.shape[1]))
@@ -405,9 +403,7 @@ def fit_head(
     n_labels = model.config.num_labels
     torch.manual_seed(SEED)
     linear = torch.nn.Linear(z.shape[1], n_labels)
-    penalty = torch.full((n_labels, 1), float(l2))
-    if gate_index is not None:
-        penalty[gate_index] = l2_gate
+    penalty = ridge_penalty(n_labels, gate_index, l2, l2_gate)
     weights = class_weights(targets, n_labels)
     opt = torch.optim.LBFGS(linear.parameters(), max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe")
 
@@ -422,6 +418,15 @@ def fit_head(
         weight = linear.weight / std
         model.classifier.weight.copy_(weight)
         model.classifier.bias.copy_(linear.bias - weight @ mean)
+    return std
+
+
+def ridge_penalty(n_labels: int, gate_index: int | None, l2: float, l2_gate: float) -> torch.Tensor:
+    """The classifier rows' penalties, (labels, 1): ``l2`` for triage rows, the weaker ``l2_gate`` for the gate row."""
+    penalty = torch.full((n_labels, 1), float(l2))
+    if gate_index is not None:
+        penalty[gate_index] = l2_gate
+    return penalty
 
 
 # ---------------------------------------------------------------- operating point

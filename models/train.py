@@ -46,6 +46,10 @@ Why these defaults (grouped 5-fold CV on the real photos, this 2-core machine; b
   predictions seemed to lift top tuning to 0.915, but chosen by inner CV (nested) it gave 0.905: selection noise.
   Longer or freer tuning was worse: 10 epochs at lr 3e-4 0.885, the same without L2-SP 0.880 (1 draw), block 15
   tuned as well 0.869 (1 draw).
+* dropping suspect labels (confident learning, nested: inside each training fold, triage photos whose inner
+  out-of-fold probability of their own label is below 0.1 / 0.2 / 0.3 leave the fit; 1 / 6 / 14 photos of 285)
+  did not help: 0.901 / 0.902 / 0.891 against 0.903 (seeds 0-2), 0.886 against 0.898 (seeds 10-12); the noisy
+  labels are few and not separable from hard photos.
 * breed photos trained as ``normal_skin`` (``--cattle-as``) lower lumpy-skin recall (320 px: 0.89 -> 0.85, answered
   photos right 0.95 -> 0.83) and still leave most breed photos lumpy_skin or inconclusive: they stay cattle-only.
 """

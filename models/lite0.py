@@ -17,6 +17,11 @@ the package, nothing is downloaded at run time; its keys are in ``efficientnet_p
 copied in order onto the transformers model's (squeeze-excite ones skipped), each shape checked. Checked by
 classification: with the ImageNet head kept, 498 ImageNet sample photos (one per class, ``cattle_gate/not_cattle``)
 get top-1 0.809 and top-5 0.950 (``bench/eval_classifier.py --check-backbone``); a wrong mapping gives ~0.
+
+The trained model reads mid-level features too, still as a plain ``EfficientNetForImageClassification``: its last
+block is built one expansion step wider (``readout=True``, ImageNet's weights in the first channels, the added ones
+idle), and :func:`install_readout` sets those added channels so that they carry a linear readout of the block's
+input, pixel by pixel, into a few of the pooled features.
 """
 
 from __future__ import annotations
@@ -33,15 +38,32 @@ MEAN = (0.5, 0.5, 0.5)
 STD = (0.5, 0.5, 0.5)
 """The normalisation these weights were trained with (TensorFlow's (x - 127) / 128): with it the ImageNet
 check gives top-1 0.809 on 498 ImageNet sample photos; with timm's ImageNet mean/std only 0.691."""
+READOUT_CHANNELS = 8
+"""Channels the widened last block adds for a readout (one per label used; a multiple of 8, which transformers'
+channel rounding keeps)."""
+READOUT_OFFSET = 3.0
+"""A readout value ``v`` travels as ``3 + v``: ReLU6 passes it unchanged while ``|v| < 3``."""
 SE_OPEN_BIAS = 30.0
 """sigmoid(30) rounds to exactly 1.0 in float32 and float16: a squeeze-excite gate that changes nothing."""
 
 
-def lite0_config(id2label: dict[int, str], image_size: int = IMAGE_SIZE, **extra: object) -> EfficientNetConfig:
-    """A transformers config that computes EfficientNet-Lite0 (B0's block plan, ReLU6, PyTorch BatchNorm)."""
+def lite0_config(
+    id2label: dict[int, str], image_size: int = IMAGE_SIZE, readout: bool = False, **extra: object
+) -> EfficientNetConfig:
+    """A transformers config that computes EfficientNet-Lite0 (B0's block plan, ReLU6, PyTorch BatchNorm).
+
+    ``readout`` widens the last block (expansion ratio 7 instead of 6, 8 more output channels) so that it can
+    carry a linear readout of the previous block's output to the classifier (:func:`install_readout`); the
+    widened model computes exactly Lite0 until a readout is installed.
+    """
     blocks = sum((1, 2, 2, 3, 3, 4, 1))
+    widened = {
+        "expand_ratios": [1, 6, 6, 6, 6, 6, 7],
+        "out_channels": [16, 24, 40, 80, 112, 192, 320 + READOUT_CHANNELS],
+    }
     return EfficientNetConfig(
         image_size=image_size,
+        **(widened if readout else {}),
         width_coefficient=1.0,
         depth_coefficient=1.0,
         depthwise_padding=list(range(blocks)),  # symmetric k//2 padding in stride-2 depthwise convs, as timm
@@ -112,15 +134,20 @@ def build_lite0(
     pretrained: bool = True,
     keep_imagenet_head: bool = False,
     image_size: int = IMAGE_SIZE,
+    readout: bool = False,
     **extra: object,
 ) -> EfficientNetForImageClassification:
     """EfficientNet-Lite0 with ImageNet weights (or random ones), and a new head for ``id2label``.
 
+    ``readout``: the widened last block of :func:`lite0_config`, its added channels idle (zero weights).
+
     ``keep_imagenet_head`` keeps the 1000-class ImageNet classifier (``id2label`` must then have 1000 labels):
     that is how the weight mapping is checked on photos of known ImageNet classes.
     """
-    model = EfficientNetForImageClassification(lite0_config(id2label, image_size, **extra))
+    model = EfficientNetForImageClassification(lite0_config(id2label, image_size, readout, **extra))
     pin_squeeze_excite_open(model)
+    if readout:
+        _clear_readout(model)
     if not pretrained:
         return model
     source = torch.load(imagenet_weights_path(), map_location="cpu", weights_only=True)
@@ -134,11 +161,87 @@ def build_lite0(
         raise RuntimeError(f"weight layout mismatch: {len(src)} ImageNet tensors for {len(dst)} model tensors")
     mapped = {}
     for (src_key, value), dst_key in zip(src, dst, strict=True):
-        if value.shape != own[dst_key].shape:
-            raise RuntimeError(f"{src_key} {tuple(value.shape)} does not fit {dst_key} {tuple(own[dst_key].shape)}")
+        target = own[dst_key]
+        if value.shape != target.shape:
+            fits = value.dim() == target.dim() and all(a <= b for a, b in zip(value.shape, target.shape, strict=True))
+            if not (readout and fits):
+                raise RuntimeError(f"{src_key} {tuple(value.shape)} does not fit {dst_key} {tuple(target.shape)}")
+            value = _widened(value, target)  # the widened last block: ImageNet's channels first, idle ones after
         mapped[dst_key] = value
     missing = model.load_state_dict(mapped, strict=False).missing_keys
     unexpected = [k for k in missing if ".squeeze_excite." not in k and not k.startswith("classifier.")]
     if any(not k.endswith("num_batches_tracked") for k in unexpected):
         raise RuntimeError(f"not loaded: {unexpected[:5]}")
     return model
+
+
+def _widened(value: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``value`` in the leading corner of a copy of ``target`` (whose added channels :func:`_clear_readout` set)."""
+    out = target.clone()
+    out[tuple(slice(0, n) for n in value.shape)] = value
+    return out
+
+
+def _identity_norm(norm: torch.nn.BatchNorm2d, channels: slice | list[int], bias: float | torch.Tensor) -> None:
+    """BatchNorm that passes ``channels`` through unchanged and adds ``bias`` (``running_var + eps`` is 1)."""
+    with torch.no_grad():
+        norm.weight[channels] = 1.0
+        norm.bias[channels] = bias
+        norm.running_mean[channels] = 0.0
+        norm.running_var[channels] = 1.0 - norm.eps
+
+
+def _readout_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, int, int]:
+    """The widened last block, and the first added channel of its expansion and of its output."""
+    block = model.efficientnet.encoder.blocks[-1]
+    hidden = block.expansion.expand_conv.out_channels * 6 // 7
+    out = block.projection.project_conv.out_channels - READOUT_CHANNELS
+    return block, hidden, out
+
+
+def _clear_readout(model: torch.nn.Module) -> None:
+    """The widened block's added channels compute 0 and reach nothing: the model is exactly Lite0."""
+    block, hidden, out = _readout_parts(model)
+    top = model.efficientnet.encoder.top_conv
+    with torch.no_grad():
+        block.expansion.expand_conv.weight[hidden:] = 0.0
+        block.depthwise_conv.depthwise_conv.weight[hidden:] = 0.0
+        block.projection.project_conv.weight[:, hidden:] = 0.0
+        block.projection.project_conv.weight[out:] = 0.0
+        top.weight[:, out:] = 0.0
+    _identity_norm(block.expansion.expand_bn, slice(hidden, None), 0.0)
+    _identity_norm(block.depthwise_conv.depthwise_norm, slice(hidden, None), 0.0)
+    _identity_norm(block.projection.project_bn, slice(out, None), 0.0)
+
+
+def install_readout(model: torch.nn.Module, weight: torch.Tensor, scale: torch.Tensor, slots: list[int]) -> None:
+    """Make pooled feature ``slots[i]`` equal ``3 + (weight[i] · x) / scale[i]``, x the last block's input.
+
+    Why: features of the second-to-last stage (192 channels, before the last block) tell lumpy skin from normal
+    skin better together with the final 1280 than the final ones alone (``models/train.py``'s docstring), but
+    transformers' EfficientNet only pools the head convolution's output. A linear readout commutes with the mean
+    pooling, so each readout row travels per pixel through the widened last block (expansion row, centre tap of
+    the depthwise kernel, projection), and the head convolution puts it in place of pooled feature ``slots[i]``;
+    BatchNorms in between are set to identity plus the offset that keeps the value inside ReLU6's linear range.
+    The classifier then weighs slot ``i`` by ``scale[i]``. ``scale`` must keep ``|weight[i] · x| / scale[i] < 3``
+    (larger values are clipped, a bounded error). Any transformers loader computes the same logits: nothing but
+    weights changes.
+    """
+    block, hidden, out = _readout_parts(model)
+    top = model.efficientnet.encoder.top_conv
+    k = len(slots)
+    if not 0 < k <= READOUT_CHANNELS or weight.shape != (k, block.expansion.expand_conv.in_channels):
+        raise ValueError(f"readout of shape {tuple(weight.shape)} for {k} slots")
+    _clear_readout(model)
+    rows, outs = list(range(hidden, hidden + k)), list(range(out, out + k))
+    with torch.no_grad():
+        block.expansion.expand_conv.weight[rows, :, 0, 0] = (weight / scale[:, None]).float()
+        centre = block.depthwise_conv.depthwise_conv.kernel_size[0] // 2
+        block.depthwise_conv.depthwise_conv.weight[rows, 0, centre, centre] = 1.0
+        block.projection.project_conv.weight[outs, rows, 0, 0] = 1.0
+        top.weight[slots] = 0.0
+        top.weight[slots, outs, 0, 0] = 1.0
+    _identity_norm(block.expansion.expand_bn, rows, READOUT_OFFSET)
+    _identity_norm(block.depthwise_conv.depthwise_norm, rows, 0.0)
+    _identity_norm(block.projection.project_bn, outs, -READOUT_OFFSET)
+    _identity_norm(model.efficientnet.encoder.top_bn, slots, READOUT_OFFSET)

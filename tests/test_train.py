@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace as _replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 import models
 from models import predict, train, triage
-from models.lite0 import build_lite0, image_processor
+from models.lite0 import READOUT_OFFSET, build_lite0, image_processor, install_readout
 
 
 def _photo(kind: str, seed: int, size: int = 96) -> Image.Image:
@@ -76,12 +77,14 @@ def test_trained_folder_loads_with_the_generic_transformers_loader(trained: Path
     assert pixels.shape == (1, 3, 128, 128), "the saved processor resizes to the size the model was trained at"
     with torch.inference_mode():
         assert model(pixel_values=pixels).logits.shape == (1, 3)
+    assert model.config.expand_ratios[-1] == 7, "by default the last block carries the mid-level readout"
 
 
 def test_metrics_written_next_to_the_model(trained: Path) -> None:
     metrics = json.loads((trained / "metrics.json").read_text())
     assert metrics["photos"] == {"lumpy_skin": 9, "normal_skin": 9, "not_cattle": 8, "cattle_only": 3}
     assert metrics["split"]["holdout_photos"] > 0
+    assert len(metrics["training"]["mid_features"]["slots"]) == 3
     for part in ("cross_validation", "holdout"):
         assert 0.0 <= metrics[part]["balanced_accuracy"] <= 1.0
         assert {"ece_before", "ece_after", "coverage", "cattle_rejected", "not_cattle_rejected"} <= set(metrics[part])
@@ -114,6 +117,60 @@ def test_fit_head_learns_raw_features_and_penalises_the_gate_row_apart() -> None
     train.fit_head(model, torch.tensor(feats, dtype=torch.float32), targets, 2, l2=100.0, l2_gate=1e-3)
     rows = (model.classifier.weight * torch.tensor(scale, dtype=torch.float32)).norm(dim=1)
     assert rows[2] > 20 * rows[:2].max(), "the gate row keeps its own, weaker penalty"
+
+
+def _lite0_inputs(n: int, size: int = 64) -> torch.Tensor:
+    """(n, 2, 3, size, size): generated photos and their mirror images, preprocessed."""
+    photos = [_photo(("lumpy_skin", "normal_skin", "not_cattle")[i % 3], seed=i, size=size) for i in range(n)]
+    pixels = image_processor(size)(images=photos, return_tensors="pt")["pixel_values"]
+    return torch.stack([pixels, pixels.flip(-1)], dim=1)
+
+
+def test_a_widened_lite0_is_lite0_until_a_readout_puts_mid_features_in_its_pooled_ones() -> None:
+    """The widened last block changes nothing by itself; an installed readout makes pooled feature ``slots[i]``
+    exactly ``3 + weight[i] · mean(x) / scale[i]`` (x: the last block's input), and clips beyond ReLU6's range."""
+    labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
+    plain, wide = build_lite0(labels).eval(), build_lite0(labels, readout=True).eval()
+    wide.classifier.load_state_dict(plain.classifier.state_dict())
+    pixels = _lite0_inputs(4)[:, 0]
+    with torch.inference_mode():
+        np.testing.assert_allclose(wide(pixels).logits, plain(pixels).logits, atol=1e-5)
+        x = train.trunk(wide, pixels, 15)
+    weight, slots = torch.randn(3, 192, generator=torch.Generator().manual_seed(0)), [5, 640, 1279]
+    u = torch.einsum("kc,nchw->nkhw", weight, x)
+    scale = u.abs().amax(dim=(0, 2, 3)) / 2
+    install_readout(wide, weight, scale, slots)
+    with torch.inference_mode():
+        pooled = wide.efficientnet(pixels).pooler_output.flatten(1)
+        others = plain.efficientnet(pixels).pooler_output.flatten(1)
+    np.testing.assert_allclose(pooled[:, slots], READOUT_OFFSET + u.mean(dim=(2, 3)) / scale, atol=1e-4)
+    rest = [i for i in range(1280) if i not in slots]
+    np.testing.assert_allclose(pooled[:, rest], others[:, rest], atol=1e-5)
+    install_readout(wide, weight, scale / 100, slots)  # far out of range: clipped to ReLU6's [0, 6]
+    with torch.inference_mode():
+        clipped = wide.efficientnet(pixels).pooler_output.flatten(1)[:, slots]
+    assert clipped.min() >= 0 and clipped.max() <= 6
+
+
+def test_mid_feature_head_computes_exactly_the_ridge_fitted_on_final_and_mid_features() -> None:
+    """What cross-validation measures is a ridge on the final features (its slots left out) and the pooled
+    mid-level ones; the saved network must compute that same linear function of the photo."""
+    labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
+    model = build_lite0(labels, readout=True).eval()
+    inputs = _lite0_inputs(24)
+    targets = np.arange(24) % 3
+    with torch.inference_mode():
+        maps = torch.stack([train.trunk(model, inputs[:, v], 15) for v in range(2)], dim=1)
+    feats = torch.cat([train.pool_views(model, maps, 15), maps.mean(dim=(3, 4))], dim=-1)
+    slots = [3, 700, 1279]
+    train.fit_head(model, feats, targets, 2, train.L2, train.L2_GATE, (maps, slots))
+    columns = [i for i in range(feats.shape[-1]) if i not in slots]
+    reference = SimpleNamespace(config=SimpleNamespace(num_labels=3), classifier=torch.nn.Linear(len(columns), 3))
+    train.fit_head(reference, feats[..., columns], targets, 2, train.L2, train.L2_GATE)
+    with torch.inference_mode():
+        network = model(pixel_values=inputs[:, 0]).logits
+        expected = reference.classifier(feats[:, 0, columns])
+    np.testing.assert_allclose(network, expected, rtol=1e-4, atol=1e-3)
 
 
 def test_top_tuning_starts_from_the_ridge_head_and_l2sp_holds_the_convolution_back() -> None:
@@ -158,8 +215,8 @@ def test_tune_top_trains_the_head_convolution_of_the_saved_model(data_dir: Path,
     (ImageNet weights: a random trunk saturates ReLU6, and nothing would move.)"""
     args = [str(data_dir), "--not-cattle", str(data_dir / "not_cattle"), "--classes", "lumpy_skin", "normal_skin",
             "--folds", "2", "--cv-repeats", "1", "--threads", "1", "--image-size", "64"]  # fmt: skip
-    for tune in ("head", "top"):
-        assert train.main([*args, "-o", str(tmp_path / tune), "--tune", tune]) == 0
+    for tune in ("head", "top"):  # the head alone, on the same final features
+        assert train.main([*args, "-o", str(tmp_path / tune), "--tune", tune, "--no-mid-features"]) == 0
     metrics = json.loads((tmp_path / "top" / "metrics.json").read_text())
     assert metrics["training"]["tune"] == "top" and metrics["training"]["tuned_from_block"] == 16
     head, top = (

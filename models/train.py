@@ -55,9 +55,11 @@ Why these defaults (grouped 5-fold CV on the real photos, this 2-core machine; b
   away 0.999 / 1.000 / 1.000 against 0.988 / 0.990 / 0.993. Other stages did as well, not better (seeds 0-2 /
   10-12: block 13's output 0.915 / 0.915, block 10's 0.916 / 0.911, blocks 10 and 14 together 0.911 / 0.914, every
   stage's last block 0.909 / 0.912; the mid-level ones alone 0.867 / 0.857); the last block's input is the one the
-  network can hand to its classifier by widening a single block. Held-out twin (``--holdout 0.2``): balanced
-  accuracy 0.946, 0.889 of photos answered, 0.969 of those right (final features alone 0.946 / 0.861 / 0.968); CV
-  inside the same 80 %: 0.885 (0.875).
+  network can hand to its classifier by widening a single block. No gain either from 384 px (0.902 / 0.898), from
+  pooled ReLU6 units of per-pixel projections of the mid-level features, which the spare channels could compute
+  (0.908-0.915), or from another penalty (L2 0.5 / 2 / 4: 0.912 / 0.906 / 0.890, seeds 0-2). Held-out twin
+  (``--holdout 0.2``): balanced accuracy 0.946, 0.889 of photos answered, 0.969 of those right (final features
+  alone 0.946 / 0.861 / 0.968); CV inside the same 80 %: 0.885 (0.875).
 * dropping suspect labels (confident learning, nested: inside each training fold, triage photos whose inner
   out-of-fold probability of their own label is below 0.1 / 0.2 / 0.3 leave the fit; 1 / 6 / 14 photos of 285)
   did not help: 0.901 / 0.902 / 0.891 against 0.903 (seeds 0-2), 0.886 against 0.898 (seeds 10-12); the noisy

@@ -458,8 +458,7 @@ def fit_head(
         maps, slots = readout
         final = columns[columns < model.config.hidden_dim]
         mid = weight[:, len(final) :]
-        largest = torch.stack([largest_readout(mid, maps[s : s + 64]) for s in range(0, len(maps), 64)]).amax(0)
-        scale = (largest / READOUT_HEADROOM).clamp(min=1e-6)
+        scale = (largest_readout(mid, maps) / READOUT_HEADROOM).clamp(min=1e-6)
         install_readout(model, mid, scale, slots)
         model.classifier.weight.zero_()
         model.classifier.weight[:, final] = weight[:, : len(final)]
@@ -468,9 +467,14 @@ def fit_head(
     return std
 
 
-def largest_readout(weight: torch.Tensor, maps: torch.Tensor) -> torch.Tensor:
-    """Per readout row, the largest ``|weight · x|`` over every pixel of ``maps`` (photos, views, C, H, W)."""
-    return torch.einsum("kc,nvchw->knvhw", weight, maps.float()).abs().flatten(1).amax(1)
+def largest_readout(weight: torch.Tensor, maps: torch.Tensor, batch: int = 64) -> torch.Tensor:
+    """Per readout row, the largest ``|weight · x|`` over every pixel of ``maps`` (photos, views, C, H, W), a batch
+    of photos at a time (the float16 cache is not copied to float32 whole)."""
+    parts = [
+        torch.einsum("kc,nvchw->knvhw", weight, maps[s : s + batch].float()).abs().flatten(1).amax(1)
+        for s in range(0, len(maps), batch)
+    ]
+    return torch.stack(parts).amax(0)
 
 
 def ridge_penalty(n_labels: int, gate_index: int | None, l2: float, l2_gate: float) -> torch.Tensor:

@@ -85,6 +85,7 @@ def test_metrics_written_next_to_the_model(trained: Path) -> None:
     assert metrics["photos"] == {"lumpy_skin": 9, "normal_skin": 9, "not_cattle": 8, "cattle_only": 3}
     assert metrics["split"]["holdout_photos"] > 0
     assert len(metrics["training"]["mid_features"]["slots"]) == 3
+    assert metrics["training"]["mid_features"]["l2_factor"] == train.MID_L2_FACTOR
     for part in ("cross_validation", "holdout"):
         assert 0.0 <= metrics[part]["balanced_accuracy"] <= 1.0
         assert {"ece_before", "ece_after", "coverage", "cattle_rejected", "not_cattle_rejected"} <= set(metrics[part])
@@ -117,6 +118,29 @@ def test_fit_head_learns_raw_features_and_penalises_the_gate_row_apart() -> None
     train.fit_head(model, torch.tensor(feats, dtype=torch.float32), targets, 2, l2=100.0, l2_gate=1e-3)
     rows = (model.classifier.weight * torch.tensor(scale, dtype=torch.float32)).norm(dim=1)
     assert rows[2] > 20 * rows[:2].max(), "the gate row keeps its own, weaker penalty"
+
+
+def test_mid_level_columns_are_penalised_at_their_factor_of_the_row_penalty() -> None:
+    """The fitted head is the optimum of the weighted cross-entropy plus the ridge: its gradient there is
+    ``-2 * penalty * weight`` (standardised units), which reads each weight's penalty back: the row's (``l2`` for
+    triage, ``l2_gate`` for the gate) and ``mid_l2_factor`` of it for columns past the network's ``hidden_dim``."""
+    rng = np.random.default_rng(1)
+    n, views, final, mid = 150, 2, 6, 3
+    targets = np.arange(n) % 3
+    x = rng.normal(0, 1, (n, views, final + mid)) * rng.uniform(0.5, 3, final + mid) + rng.uniform(-5, 5)
+    x[:, :, :3] += np.eye(3)[targets][:, None, :] * 0.8
+    feats = torch.tensor(x, dtype=torch.float32)
+    model = SimpleNamespace(config=SimpleNamespace(num_labels=3, hidden_dim=final), classifier=torch.nn.Linear(9, 3))
+    std = train.fit_head(model, feats, targets, 2, l2=1.0, l2_gate=0.1, mid_l2_factor=0.25)
+    flat = feats.reshape(-1, final + mid)
+    z = (flat - flat.mean(dim=0)) / std
+    weight = (model.classifier.weight.detach() * std).requires_grad_()
+    bias = model.classifier.bias.detach() + model.classifier.weight.detach() @ flat.mean(dim=0)
+    y = torch.as_tensor(np.repeat(targets, views))
+    train._loss(z @ weight.T + bias, y, train.class_weights(targets, 3), 2).backward()
+    penalty = -weight.grad / (2 * weight.detach())
+    expected = torch.tensor([1.0, 1.0, 0.1])[:, None] * torch.tensor([1.0] * final + [0.25] * mid)
+    np.testing.assert_allclose(penalty, expected, rtol=0.05)
 
 
 def _lite0_inputs(n: int, size: int = 64) -> torch.Tensor:
@@ -165,7 +189,8 @@ def test_mid_feature_head_computes_exactly_the_ridge_fitted_on_final_and_mid_fea
     slots = [3, 700, 1279]
     train.fit_head(model, feats, targets, 2, train.L2, train.L2_GATE, (maps, slots))
     columns = [i for i in range(feats.shape[-1]) if i not in slots]
-    reference = SimpleNamespace(config=SimpleNamespace(num_labels=3), classifier=torch.nn.Linear(len(columns), 3))
+    final = SimpleNamespace(num_labels=3, hidden_dim=1280 - len(slots))  # the columns after these are mid-level
+    reference = SimpleNamespace(config=final, classifier=torch.nn.Linear(len(columns), 3))
     train.fit_head(reference, feats[..., columns], targets, 2, train.L2, train.L2_GATE)
     with torch.inference_mode():
         network = model(pixel_values=inputs[:, 0]).logits

@@ -234,6 +234,16 @@ def holdout_mask(groups: np.ndarray, targets: np.ndarray, fraction: float, seed:
     return folds == 0
 
 
+def subsample_groups(rows: np.ndarray, groups: np.ndarray, fraction: float, seed: int = SEED) -> np.ndarray:
+    """``rows`` of a random ``fraction`` of their near-duplicate groups, whole groups only: a learning curve's
+    smaller training sets (``--train-fraction``) keep the split's guarantee."""
+    if fraction >= 1:
+        return rows
+    present = np.unique(groups[rows])
+    kept = np.random.default_rng(seed).choice(present, max(1, round(fraction * len(present))), replace=False)
+    return rows[np.isin(groups[rows], kept)]
+
+
 # ---------------------------------------------------------------- features
 def augment(im: Image.Image, rng: np.random.Generator) -> Image.Image:
     """A random view: crop 80-100 % of the area, flip, rotate ±10°, brightness/contrast/colour ±20 %.
@@ -632,6 +642,7 @@ def train(
     tune_from: int = TUNED_FROM_BLOCK,
     image_size: int = TRAINED_IMAGE_SIZE,
     mid_features: bool = True,
+    train_fraction: float = 1.0,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
     torch.manual_seed(seed)
@@ -702,12 +713,15 @@ def train(
     # repeated grouped cross-validation on the fitting part: every photo is predicted once per repeat by a model
     # that saw neither it nor its near-duplicates; the pooled out-of-fold logits choose temperature and thresholds
     fit_idx = np.nonzero(fit)[0]
-    oof_logits, repeat_bal = [], []
+    oof_logits, repeat_bal, trained_on = [], [], []
+    triage_indices = [data.labels.index(x) for x in triage_labels]
     for r in range(cv_repeats if folds > 1 else 0):
         fold_of = grouped_folds(data.groups[fit], data.targets[fit], folds, seed=seed + r)
         oof = np.zeros((len(fit_idx), len(data.labels)))
         for k in range(folds):
-            fit_on(fit_idx[fold_of != k], seed + k, f"repeat {r + 1}/{cv_repeats} fold {k + 1}/{folds}")
+            rows = subsample_groups(fit_idx[fold_of != k], data.groups, train_fraction, seed=seed + r * folds + k)
+            trained_on.append(int(np.isin(data.targets[rows], triage_indices).sum()))
+            fit_on(rows, seed + k, f"repeat {r + 1}/{cv_repeats} fold {k + 1}/{folds}")
             oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
         oof_logits.append(oof)
         repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
@@ -718,6 +732,8 @@ def train(
         cv = evaluate(policy, all_oof, all_targets) | {
             "repeats": cv_repeats,
             "balanced_accuracy_per_repeat": repeat_bal,
+            "train_fraction": train_fraction,
+            "triage_photos_per_fit": float(np.mean(trained_on)),
         }
 
     fit_on(fit_idx, seed, "final")
@@ -825,6 +841,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="head on the final 1280 features only (default with --tune head: plus the last block's 192 inputs)",
     )
+    parser.add_argument(
+        "--train-fraction",
+        type=float,
+        default=1.0,
+        help="each CV fold trains on this share of its groups (learning curves; the saved model uses every photo)",
+    )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--phash-distance", type=int, default=10)
     parser.add_argument(
@@ -859,6 +881,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         tune_from=args.tune_from,
         image_size=args.image_size,
         mid_features=not args.no_mid_features,
+        train_fraction=args.train_fraction,
     )
     print(json.dumps({k: metrics[k] for k in ("policy", "cross_validation", "holdout")}, indent=2))
     print(f"wrote {args.output} in {metrics['training']['seconds']} s", file=sys.stderr)

@@ -303,6 +303,17 @@ def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path)
     assert set(folds) == {0, 1, 2}
 
 
+def test_a_learning_curve_trains_on_whole_groups_of_a_share_of_the_fold() -> None:
+    groups = np.repeat(np.arange(40), 3)  # 40 groups of 3 near-duplicates
+    rows = np.arange(30, 120)  # the fold's training rows: groups 10-39
+    kept = train.subsample_groups(rows, groups, 0.4, seed=3)
+    assert set(kept) <= set(rows)
+    assert len(np.unique(groups[kept])) == 12, "40 % of the fold's 30 groups"
+    assert all(np.isin(np.flatnonzero(groups == g), kept).all() for g in np.unique(groups[kept])), "whole groups"
+    assert not np.array_equal(kept, train.subsample_groups(rows, groups, 0.4, seed=4)), "seeded, not fixed"
+    assert np.array_equal(train.subsample_groups(rows, groups, 1.0), rows)
+
+
 def test_predict_json_prints_one_object_per_photo(
     trained: Path, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

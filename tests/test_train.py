@@ -189,8 +189,8 @@ def test_mid_feature_head_computes_exactly_the_ridge_fitted_on_final_and_mid_fea
     slots = [3, 700, 1279]
     train.fit_head(model, feats, targets, 2, train.L2, train.L2_GATE, (maps, slots))
     columns = [i for i in range(feats.shape[-1]) if i not in slots]
-    final = SimpleNamespace(num_labels=3, hidden_dim=1280 - len(slots))  # the columns after these are mid-level
-    reference = SimpleNamespace(config=final, classifier=torch.nn.Linear(len(columns), 3))
+    config = SimpleNamespace(num_labels=3, hidden_dim=1280 - len(slots))  # the columns after these are mid-level
+    reference = SimpleNamespace(config=config, classifier=torch.nn.Linear(len(columns), 3))
     train.fit_head(reference, feats[..., columns], targets, 2, train.L2, train.L2_GATE)
     with torch.inference_mode():
         network = model(pixel_values=inputs[:, 0]).logits

@@ -37,24 +37,28 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     data = train.scan(args.data_dir, not_cattle=args.not_cattle)
-    rows = []
+    curve = []  # (share of each fold's groups, cross-validation metrics)
     with tempfile.TemporaryDirectory() as out:
         for fraction in args.fractions:
-            cv = train.train(
+            metrics = train.train(
                 data, Path(out), cv_repeats=args.cv_repeats, feature_cache=args.feature_cache, train_fraction=fraction
-            )["cross_validation"]
-            rows.append((fraction, cv["triage_photos_per_fit"], cv["balanced_accuracy_per_repeat"], cv))
-    every = rows[0][3]["triage_photos"] // args.cv_repeats
+            )
+            curve.append((fraction, metrics["cross_validation"]))
+    every = curve[0][1]["triage_photos"] // args.cv_repeats
     print(
         "| share of each fold's groups | triage photos per fit | balanced acc. (mean of repeats) | sd | acc. answered |"
     )
     print("|---|---|---|---|---|")
-    for fraction, n, per_repeat, cv in rows:
+    for fraction, cv in curve:
+        per_repeat = cv["balanced_accuracy_per_repeat"]
         sd = statistics.stdev(per_repeat) if len(per_repeat) > 1 else 0.0
-        print(f"| {fraction:.2f} | {n:.0f} | {np.mean(per_repeat):.3f} | {sd:.3f} | {cv['answered_accuracy']:.3f} |")
-    n = np.array([r[1] for r in rows])
-    error = np.array([1 - np.mean(r[2]) for r in rows])
-    if len(rows) >= 3 and (error > 0).all():
+        print(
+            f"| {fraction:.2f} | {cv['triage_photos_per_fit']:.0f} | {np.mean(per_repeat):.3f} | {sd:.3f} "
+            f"| {cv['answered_accuracy']:.3f} |"
+        )
+    n = np.array([cv["triage_photos_per_fit"] for _, cv in curve])
+    error = np.array([1 - np.mean(cv["balanced_accuracy_per_repeat"]) for _, cv in curve])
+    if len(curve) >= 3 and (error > 0).all():
         slope, intercept = np.polyfit(np.log(n), np.log(error), 1)
         predicted = 1 - np.exp(intercept) * every**slope
         print(

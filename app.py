@@ -385,7 +385,7 @@ with gr.Blocks(
         concurrency_limit=2,
     )
     photo.change(
-        lambda path: gr.Image(value=path, visible=bool(path)),
+        lambda path: gr.Image(value=(shown := models.photo_preview(path)), visible=shown is not None),
         inputs=photo,
         outputs=photo_preview,
         queue=False,

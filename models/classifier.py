@@ -33,6 +33,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import torch
 from PIL import Image, ImageOps, UnidentifiedImageError
+from pillow_heif import register_heif_opener
 
 from models.triage import CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
 from models.triage import Policy as TriagePolicy
@@ -51,6 +52,9 @@ MAX_PIXELS = 40_000_000
 """Refuse decompression bombs before PIL decodes them (a 40 MP photo is already far above any phone's)."""
 
 Policy = Literal["per_request", "resident"]
+
+register_heif_opener()  # PIL opens HEIC/HEIF (an iPhone's default photo format) like any other image
+PHOTO_FORMATS = "JPEG, PNG, WebP or HEIC"
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +106,7 @@ def open_images(paths: Sequence[str | os.PathLike[str] | None]) -> list[Image.Im
     """Open uploaded files as upright RGB images, with a user-facing message for each way this can fail."""
     real = [Path(p) for p in paths if p]
     if not real:
-        raise ImageInputError("No image: upload a photo of the animal (JPEG, PNG or WebP) and press Classify.")
+        raise ImageInputError(f"No image: upload a photo of the animal ({PHOTO_FORMATS}) and press Classify.")
     if len(real) > MAX_IMAGES:
         raise ImageInputError(f"Too many photos ({len(real)}): send at most {MAX_IMAGES} per request.")
     return [read_photo(path) for path in real]
@@ -125,11 +129,24 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
     except Image.DecompressionBombError:
         raise ImageInputError(f"{name} is too large to open; resize it below {MAX_PIXELS // 1_000_000} MP.") from None
     except UnidentifiedImageError:
-        raise ImageInputError(
-            f"{name} is not an image that can be read (expected a JPEG, PNG or WebP photo)."
-        ) from None
+        raise ImageInputError(f"{name} is not an image that can be read (expected a {PHOTO_FORMATS} photo).") from None
     except (OSError, ValueError, SyntaxError) as exc:  # truncated data, bad chunks, broken headers
         raise ImageInputError(f"{name} is a damaged image ({exc}); send the photo again.") from None
+
+
+def photo_preview(path: str | os.PathLike[str] | None, longest: int = 1024) -> Image.Image | None:
+    """The uploaded photo as the model will see it (upright, RGB), shrunk for the page, or None if it cannot be read.
+
+    The page shows this rather than the file itself: browsers cannot show HEIC, and a 12 MP photo is slow on a
+    phone. An unreadable file gets no preview; Classify says what is wrong with it."""
+    if not path:
+        return None
+    try:
+        image = read_photo(path)
+    except ImageInputError:
+        return None
+    image.thumbnail((longest, longest), Image.Resampling.LANCZOS)
+    return image
 
 
 def _load(model_id: str) -> tuple[torch.nn.Module, Any]:

@@ -1,4 +1,4 @@
-"""Synthetic scanned pages and PDFs for the tests, made with numpy, OpenCV and real PyMuPDF."""
+"""Synthetic scanned pages, PDFs and photos for the tests, made with numpy, OpenCV, real PyMuPDF and libheif."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import cv2
 import numpy as np
+import pillow_heif
 import pymupdf
+from PIL import Image
 
 PAPER, INK = 240, 25
 
@@ -128,6 +130,13 @@ def encrypted_pdf(path: Path) -> Path:
     doc.new_page().insert_text((72, 72), "secret")
     doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner")
     doc.close()
+    return path
+
+
+def save_heic(image: Image.Image, path: Path) -> Path:
+    """A HEIC photo, as an iPhone saves it, written without registering PIL's HEIC opener in the test process:
+    the code under test must register it itself."""
+    pillow_heif.from_pillow(image.convert("RGB")).save(path, quality=90)
     return path
 
 

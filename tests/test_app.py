@@ -96,9 +96,11 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
     assert models.STATS.last_model() is None
 
 
-def test_classify_several_photos(client: Client, files: dict[str, Path]) -> None:
+def test_classify_several_photos_of_every_format(client: Client, files: dict[str, Path]) -> None:
     _, _, details = client.predict(
-        handle_file(files["photo"]), [handle_file(files["photo2"]), handle_file(files["photo"])], api_name="/classify"
+        handle_file(files["photo"]),
+        [handle_file(files["photo2"]), handle_file(files["photo_heic"])],
+        api_name="/classify",
     )
     rows = [line for line in details.splitlines() if line.startswith("| cow")]
     assert len(rows) == 3, details

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from factories import save_heic
 from PIL import Image
 from safetensors.torch import load_file
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
@@ -179,6 +180,32 @@ def test_photos_are_turned_upright_by_their_exif_orientation(tmp_path: Path) -> 
     (upright,) = models.open_images([tmp_path / "phone.jpg"])
     assert upright.size == (40, 60)
     assert upright.getpixel((20, 5))[0] > 200 and upright.getpixel((20, 55))[0] < 60, "stored left is now the top"
+
+
+def _halves(size: tuple[int, int]) -> Image.Image:
+    """Red left half, blue right half: where each lands shows how the photo was turned."""
+    image = Image.new("RGB", size, (0, 0, 255))
+    image.paste((255, 0, 0), (0, 0, size[0] // 2, size[1]))
+    return image
+
+
+def test_heic_photos_from_an_iphone_open_like_jpegs(tmp_path: Path) -> None:
+    save_heic(_halves((64, 48)), tmp_path / "IMG_0001.HEIC")
+    (image,) = models.open_images([tmp_path / "IMG_0001.HEIC"])
+    assert image.mode == "RGB" and image.size == (64, 48)
+    assert image.getpixel((8, 24))[0] > 200 and image.getpixel((56, 24))[2] > 200
+
+
+def test_the_preview_is_the_upright_photo_shrunk_and_none_for_what_cannot_be_read(tmp_path: Path) -> None:
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored sideways: turn 90° clockwise
+    _halves((3000, 2000)).save(tmp_path / "phone.jpg", exif=exif)
+    preview = models.photo_preview(tmp_path / "phone.jpg")
+    assert preview is not None and preview.size == (683, 1024)
+    assert preview.getpixel((340, 100))[0] > 200 and preview.getpixel((340, 900))[2] > 200, "stored left is the top"
+    (tmp_path / "notes.jpg").write_text("not a photo")
+    assert models.photo_preview(tmp_path / "notes.jpg") is None
+    assert models.photo_preview(None) is None
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from factories import save_heic
 from PIL import Image, ImageDraw
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
@@ -320,12 +321,15 @@ def test_predict_json_prints_one_object_per_photo(
     """The CLI's ``main`` in this process (a fresh interpreter would spend 5 s importing torch again)."""
     broken = tmp_path / "broken.jpg"
     broken.write_text("not a jpeg")
-    argv = [str(data_dir / "lumpy_skin"), str(broken), "--model", str(trained), "--json", "--threads", "1"]
+    iphone = tmp_path / "iphone"  # a folder of HEIC photos is listed like one of JPEGs
+    iphone.mkdir()
+    save_heic(Image.open(next((data_dir / "normal_skin").iterdir())), iphone / "IMG_0001.HEIC")
+    argv = [str(data_dir / "lumpy_skin"), str(iphone), str(broken), "--model", str(trained), "--json", "--threads", "1"]
     assert predict.main(argv) == 1  # the broken file
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
-    assert len(rows) == 10
+    assert len(rows) == 11 and rows[-2]["file"] == str(iphone / "IMG_0001.HEIC")
     good = [r for r in rows if "error" not in r]
-    assert len(good) == 9 and rows[-1]["file"] == str(broken) and "error" in rows[-1]
+    assert len(good) == 10 and rows[-1]["file"] == str(broken) and "error" in rows[-1]
     for row in good:
         assert row["verdict"] in {"lumpy_skin", "normal_skin", "not_cattle", "inconclusive"}
         assert set(row["probabilities"]) == {"lumpy_skin", "normal_skin"}

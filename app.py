@@ -53,6 +53,8 @@ MIN_FREE_DISK_MB = int(os.environ.get("MIN_FREE_DISK_MB", "2048"))
 CACHE_MAX_AGE_S = int(os.environ.get("CACHE_MAX_AGE_S", "1800"))
 """Uploads and results are deleted this long after they were made (checked every tenth of it)."""
 GALLERY_LIMIT = 12
+PHOTO_TYPES = ["image", ".heic", ".heif"]
+"""Desktop browsers give an iPhone's HEIC photos no image type: without their extensions Gradio refuses them."""
 WORK_MAX_AGE_S = 3600
 """Work folders left by a job that ended abnormally are removed after this long; a finished job removes its own."""
 
@@ -261,7 +263,7 @@ with gr.Blocks(
             with gr.Column():
                 photo = gr.File(
                     label="Cattle photo (camera or gallery)",
-                    file_types=["image"],
+                    file_types=PHOTO_TYPES,
                     type="filepath",
                     height=140,
                     elem_id="photo",
@@ -274,7 +276,7 @@ with gr.Blocks(
                 ):
                     more_photos = gr.File(
                         label="More photos",
-                        file_types=["image"],
+                        file_types=PHOTO_TYPES,
                         file_count="multiple",
                         type="filepath",
                         height=140,

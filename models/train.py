@@ -107,7 +107,7 @@ from models import triage
 from models.classifier import read_photo
 from models.lite0 import READOUT_CHANNELS, READOUT_OFFSET, build_lite0, image_processor, install_readout
 
-IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".heic", ".heif"}
+IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".heic", ".heif"}
 CATTLE_ONLY = -1
 """Target of a cattle photo without a triage label."""
 SEED = 0

@@ -22,9 +22,11 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import gradio as gr
+from gradio import FileData
 from PIL import Image
 
 import models
@@ -93,17 +95,10 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     class (normal skin needs more confidence than lumpy skin, else *inconclusive*), so a chart's headline would
     contradict it.
 
-    Runs inside the ZeroGPU handler: everything returned is plain Python, and expected failures are
-    raised as ``gr.Error`` here because only that keeps its message across the ZeroGPU process boundary.
+    Runs inside the ZeroGPU handler: everything returned is plain Python (failures: :func:`_assess`).
     """
     paths = [photo, *(more_photos or [])]
-    try:
-        images = models.open_images(paths)
-        case = CLASSIFIER.assess(images)
-    except models.ModelLoadError as exc:
-        raise gr.Error(str(exc), title="Model unavailable") from None  # logged: the operator must act
-    except models.ModelError as exc:
-        raise gr.Error(str(exc), title="Cannot classify", print_exception=False) from None
+    case = _assess(paths)
     names = [Path(p).name for p in paths if p]
     first = case.photos[0]
     scores = dict(sorted(first.probabilities.items(), key=lambda kv: -kv[1]))
@@ -131,6 +126,35 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
         f"| photo | verdict | {' | '.join(map(say, labels))} |\n|---|---|{'---|' * len(labels)}\n{rows}",
     ]
     return say(case.verdict), scores, "\n\n".join(lines)
+
+
+@spaces.GPU(duration=GPU_DURATION)
+def classify_json(photo: FileData | None, more_photos: list[FileData] | None = None) -> dict[str, object]:
+    """The same classification as data, for programs (``/classify_json``, no UI): the case verdict and its
+    probabilities, and each photo's ``{"file", "verdict", "probabilities", "gate"}`` as ``python -m models.predict
+    --json`` prints it. Verdicts are labels (``lumpy_skin``, ``not_cattle``, ``inconclusive``), not sentences."""
+    uploads = [f for f in (photo, *(more_photos or [])) if f]
+    case = _assess([f["path"] for f in uploads])
+    return {
+        "verdict": case.verdict,
+        "probabilities": case.probabilities,
+        "photos": [
+            {"file": f.get("orig_name") or Path(f["path"]).name, **asdict(p)}
+            for f, p in zip(uploads, case.photos, strict=True)
+        ],
+        "model": str(CLASSIFIER.model_id),
+    }
+
+
+def _assess(paths: list[str | None]) -> models.CaseVerdict:
+    """Open the photos and classify them as one case; expected failures become ``gr.Error`` here, inside the GPU
+    handler, because only that keeps its message across the ZeroGPU process boundary."""
+    try:
+        return CLASSIFIER.assess(models.open_images(paths))
+    except models.ModelLoadError as exc:
+        raise gr.Error(str(exc), title="Model unavailable") from None  # logged: the operator must act
+    except models.ModelError as exc:
+        raise gr.Error(str(exc), title="Cannot classify", print_exception=False) from None
 
 
 def pdf_to_dataset(
@@ -385,7 +409,9 @@ with gr.Blocks(
         outputs=[verdict, scores, details],
         api_name="classify",
         concurrency_limit=2,
+        concurrency_id="classify",
     )
+    gr.api(classify_json, api_name="classify_json", concurrency_limit=2, concurrency_id="classify")
     photo.change(
         lambda path: gr.Image(value=(shown := models.photo_preview(path)), visible=shown is not None),
         inputs=photo,

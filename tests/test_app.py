@@ -106,6 +106,36 @@ def test_classify_several_photos_of_every_format(client: Client, files: dict[str
     assert len(rows) == 3, details
 
 
+def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
+    client: Client, files: dict[str, Path]
+) -> None:
+    photos = [files["photo"], files["photo2"], files["photo_heic"]]
+    result = client.predict(handle_file(photos[0]), [handle_file(p) for p in photos[1:]], api_name="/classify_json")
+    assert [row["file"] for row in result["photos"]] == ["cow.jpg", "cow2.png", "cow3.HEIC"]
+    for row in result["photos"]:
+        assert set(row) == {"file", "verdict", "probabilities", "gate"}
+        assert set(row["probabilities"]) == set(LABELS.values()) and row["gate"] is None  # no gate in this model
+        assert row["verdict"] == max(row["probabilities"], key=row["probabilities"].get)  # a plain classifier's
+        assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
+    assert result["verdict"] in LABELS.values() and set(result["probabilities"]) == set(LABELS.values())
+    verdict, _, details = client.predict(
+        handle_file(photos[0]), [handle_file(p) for p in photos[1:]], api_name="/classify"
+    )
+    assert verdict["label"] == result["verdict"].replace("_", " "), "the page and the data give one verdict"
+    assert result["model"] in details
+    table = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("| cow")]
+    for row, cells in zip(result["photos"], table, strict=True):  # each photo's own numbers, in order
+        assert [c.strip() for c in cells] == [row["file"], row["verdict"].replace("_", " ")] + [
+            f"{v:.1%}" for v in row["probabilities"].values()
+        ]
+
+
+def test_classify_json_errors_are_the_pages(client: Client, files: dict[str, Path]) -> None:
+    assert "No image" in _error(client, None, api_name="/classify_json")
+    assert "fake.jpg is not an image" in _error(client, handle_file(files["fake_jpg"]), api_name="/classify_json")
+    _still_serving(client, files)
+
+
 def test_classify_errors_keep_the_server_serving(client: Client, files: dict[str, Path]) -> None:
     assert "No image" in _error(client, None, api_name="/classify")
     assert "fake.jpg is not an image" in _error(client, handle_file(files["fake_jpg"]), api_name="/classify")
@@ -437,14 +467,15 @@ def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]]
     return module, requests, models.STATS.loads - loads
 
 
-def test_only_the_classify_handler_asks_for_a_gpu_for_gpu_duration(
+def test_only_the_classify_handlers_ask_for_a_gpu_for_gpu_duration(
     fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
 ) -> None:
     """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot."""
     module, requests, _ = fresh_app
-    assert requests == {"classify": {"duration": 7}}
+    assert requests == {"classify": {"duration": 7}, "classify_json": {"duration": 7}}
     handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
-    assert handlers["classify"] is module.classify and handlers["pdf_to_dataset"] is module.pdf_to_dataset
+    assert handlers["classify"] is module.classify and handlers["classify_json"] is module.classify_json
+    assert handlers["pdf_to_dataset"] is module.pdf_to_dataset
 
 
 def test_the_resident_policy_loads_the_model_at_import(

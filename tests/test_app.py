@@ -400,7 +400,9 @@ def test_free_space_limits(app: ModuleType) -> None:
     assert app.demo.delete_cache is not None
     assert app.demo._queue.max_size == 16
     limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values() if fn.api_visibility == "public"}
-    assert limits == {"classify": 2, "pdf_to_dataset": 2}
+    assert limits == {"classify": 2, "classify_json": 2, "pdf_to_dataset": 2}
+    groups = {fn.api_name: fn.concurrency_id for fn in app.demo.fns.values() if fn.api_name in limits}
+    assert groups["classify"] == groups["classify_json"] != groups["pdf_to_dataset"], "2 classifications in all"
     assert app.demo.delete_cache == (180, 1800)
 
 

@@ -411,7 +411,15 @@ with gr.Blocks(
         concurrency_limit=2,
         concurrency_id="classify",
     )
-    gr.api(classify_json, api_name="classify_json", concurrency_limit=2, concurrency_id="classify")
+    gr.api(
+        classify_json,
+        api_name="classify_json",
+        api_description="The classification as data: the case's verdict and probabilities, and per photo its file, "
+        "verdict, calibrated probabilities and gate, P(not cattle), as `python -m models.predict --json` prints them. "
+        "Verdicts are labels: lumpy_skin, normal_skin, not_cattle, inconclusive.",
+        concurrency_limit=2,
+        concurrency_id="classify",
+    )
     photo.change(
         lambda path: gr.Image(value=(shown := models.photo_preview(path)), visible=shown is not None),
         inputs=photo,

@@ -130,9 +130,8 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
 
 @spaces.GPU(duration=GPU_DURATION)
 def classify_json(photo: FileData | None, more_photos: list[FileData] | None = None) -> dict[str, object]:
-    """The same classification as data, for programs (``/classify_json``, no UI): the case verdict and its
-    probabilities, and each photo's ``{"file", "verdict", "probabilities", "gate"}`` as ``python -m models.predict
-    --json`` prints it. Verdicts are labels (``lumpy_skin``, ``not_cattle``, ``inconclusive``), not sentences."""
+    """``/classify_json`` (no UI; what it returns: its ``api_description`` below): a program sending a case of
+    several photos gets each photo's answer as data instead of parsing ``/classify``'s Markdown table."""
     uploads = [f for f in (photo, *(more_photos or [])) if f]
     case = _assess([f["path"] for f in uploads])
     return {

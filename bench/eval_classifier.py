@@ -109,10 +109,10 @@ def main() -> int:
                 f"error: {args.model} was trained on every photo (no held-out split); its estimate is the CV row of "
                 "its metrics.json. Train the same recipe with --holdout 0.2 into another folder and score that."
             )
-        thumbs = [read_photo(p) for p in data.paths]
-        distance = int(split["method"].split("≤ ")[1].split()[0])
-        groups = train.phash_groups(thumbs, distance)
-        keep = train.holdout_mask(groups, data.targets, split["holdout_fraction"], seed=split["seed"])
+        held = set(split["holdout_files"])  # the groups came from features too: the split is not recomputed
+        keep = np.array([f"{p.parent.name}/{p.name}" in held for p in data.paths])
+        if keep.sum() != split["holdout_photos"]:
+            raise SystemExit(f"error: {keep.sum()} of the {split['holdout_photos']} held-out photos found here")
     else:
         keep = np.ones(len(data.paths), dtype=bool)
     paths = [p for p, k in zip(data.paths, keep, strict=True) if k]

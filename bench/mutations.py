@@ -232,6 +232,18 @@ MUTATIONS = (
     Mutation("dedupe votes of merged images misread", "pipeline/dedupe.py",
              "voters = [self._ids[np.repeat(lo, lengths) + offsets]]", "voters = [self._ids[np.repeat(lo, lengths)]]",
              ("tests/test_dedupe.py",)),
+    Mutation("near-duplicate groups by phash alone (feature links skipped)", "models/train.py",
+             "data.groups = join_similar(data.groups, pooled_feats[:, 0])", "pass",
+             ("tests/test_train.py::test_training_with_imagenet_weights_groups_the_copies_phash_misses",)),
+    Mutation("feature links ignore the features", "models/train.py",
+             "    return _components(((x @ x.T) >= cosine).numpy() | (groups[:, None] == groups[None, :]))",
+             "    return _components(groups[:, None] == groups[None, :])",
+             ("tests/test_train.py::test_feature_links_join_groups_transitively_and_nothing_else",
+              "tests/test_train.py::test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_features")),
+    Mutation("held-out list short of a photo", "models/train.py",
+             '"holdout_files": [f"{p.parent.name}/{p.name}" for p in np.array(data.paths, dtype=object)[held]],',
+             '"holdout_files": [f"{p.parent.name}/{p.name}" for p in np.array(data.paths, dtype=object)[held]][:-1],',
+             ("tests/test_train.py::test_the_held_out_photos_are_listed_for_the_bench",)),
 )  # fmt: skip
 
 

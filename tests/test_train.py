@@ -92,6 +92,15 @@ def test_metrics_written_next_to_the_model(trained: Path) -> None:
         assert {"ece_before", "ece_after", "coverage", "cattle_rejected", "not_cattle_rejected"} <= set(metrics[part])
 
 
+def test_the_held_out_photos_are_listed_for_the_bench(trained: Path, data_dir: Path) -> None:
+    split = json.loads((trained / "metrics.json").read_text())["split"]
+    data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], data_dir / "not_cattle")
+    groups = train.phash_groups([Image.open(p).convert("RGB") for p in data.paths])  # random weights: hashes only
+    held = train.holdout_mask(groups, data.targets, 0.25)
+    assert split["holdout_files"] == [f"{p.parent.name}/{p.name}" for p, h in zip(data.paths, held, strict=True) if h]
+    assert len(split["holdout_files"]) == split["holdout_photos"] > 0
+
+
 def test_cross_validation_is_repeated_and_its_predictions_pooled(trained: Path) -> None:
     cv = json.loads((trained / "metrics.json").read_text())["cross_validation"]
     fitted = 9 + 9 + 8 + 3 - json.loads((trained / "metrics.json").read_text())["split"]["holdout_photos"]
@@ -302,6 +311,63 @@ def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path)
         assert len(set(folds[members])) == 1
     assert 0 < held.sum() < len(held)
     assert set(folds) == {0, 1, 2}
+
+
+def test_feature_links_join_groups_transitively_and_nothing_else() -> None:
+    rng = np.random.default_rng(0)
+    features = torch.as_tensor(rng.normal(size=(8, 64)))
+    features[1] = features[0] + 0.3 * torch.as_tensor(rng.normal(size=64))  # a copy of photo 0
+    features[2] = features[1] + 0.3 * torch.as_tensor(rng.normal(size=64))  # a copy of the copy
+    phash = np.array([0, 1, 2, 3, 4, 5, 6, 6])  # 6 and 7: already one group by their hashes
+    groups = train.join_similar(phash, features)
+    assert groups[0] == groups[1] == groups[2], "links chain"
+    assert groups[6] == groups[7], "hash groups are kept"
+    assert len(np.unique(groups)) == 5, "unrelated photos stay apart"
+
+
+def test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_features(tmp_path: Path) -> None:
+    """The real lumpy-skin photos hold such copies; phash at 10 bits let them straddle train and validation."""
+    from factories import engraving, large_engraving, mixed_page, text_page, woodcut
+
+    from pipeline.dedupe import phash
+
+    photos = [_photo("lumpy_skin", seed=0, size=160), _photo("not_cattle", seed=1, size=160)]
+    photos += [Image.fromarray(make(240, 240, seed=0)).convert("RGB") for make in (engraving, woodcut, large_engraving)]
+    photos += [Image.fromarray(make(400, 550)).convert("RGB") for make in (text_page, mixed_page)]
+    page = photos[5]
+    copy = page.crop((0, 0, int(page.width * 0.85), int(page.height * 0.85))).resize((400, 660))
+    images = [*photos, copy]
+    assert (int(phash(page), 16) ^ int(phash(copy), 16)).bit_count() > 10, "the copy must be one the hash misses"
+    hashed = train.phash_groups(images)
+    assert len(np.unique(hashed)) == len(images)
+    paths = [tmp_path / f"{i}.png" for i in range(len(images))]
+    for im, path in zip(images, paths, strict=True):
+        im.save(path)
+    model = build_lite0({0: "a", 1: "b"}).eval()
+    feats, _ = train.cache_features(model, paths, views=1, upto=16, image_size=224)
+    groups = train.join_similar(hashed, train.pool_views(model, feats, 16)[:, 0])
+    assert groups[5] == groups[-1]
+    assert len(np.unique(groups)) == len(photos), "the other photos stay apart"
+
+
+def test_training_with_imagenet_weights_groups_the_copies_phash_misses(tmp_path: Path) -> None:
+    from factories import engraving, large_engraving, mixed_page, text_page, woodcut
+
+    pictures = {
+        "lumpy_skin": [text_page(400, 550), woodcut(240, 240), _photo("lumpy_skin", seed=0, size=160)],
+        "normal_skin": [engraving(240, 240), large_engraving(240, 240), mixed_page(400, 550)],
+    }
+    for kind, images in pictures.items():
+        (tmp_path / kind).mkdir()
+        for i, im in enumerate(images):
+            Image.fromarray(np.asarray(im)).convert("RGB").save(tmp_path / kind / f"{i}.png")
+    page = Image.open(tmp_path / "lumpy_skin" / "0.png")
+    page.crop((0, 0, 340, 467)).resize((400, 660)).save(tmp_path / "lumpy_skin" / "0_zoomed.png")
+    out = tmp_path / "m"
+    assert train.main([str(tmp_path), "-o", str(out), "--folds", "0", "--views", "1", "--threads", "1"]) == 0
+    split = json.loads((out / "metrics.json").read_text())["split"]
+    assert split["groups"] == 6, "7 photos, one a zoomed copy"
+    assert "cosine" in split["method"]
 
 
 def test_a_learning_curve_trains_on_whole_groups_of_a_share_of_the_fold() -> None:

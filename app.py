@@ -132,7 +132,13 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
 def classify_json(photo: FileData | None, more_photos: list[FileData] | None = None) -> dict[str, object]:
     """``/classify_json`` (no UI; what it returns: its ``api_description`` below): a program sending a case of
     several photos gets each photo's answer as data instead of parsing ``/classify``'s Markdown table."""
+    if not isinstance(more_photos, list | None):
+        raise gr.Error("more_photos must be a list of files: [handle_file(path), ...]", print_exception=False)
     uploads = [f for f in (photo, *(more_photos or [])) if f]
+    if not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in uploads):
+        raise gr.Error(
+            "photo must be one file, handle_file(path), and more_photos a list of them", print_exception=False
+        )
     case = _assess([f["path"] for f in uploads])
     return {
         "verdict": case.verdict,

@@ -133,6 +133,9 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
 def test_classify_json_errors_are_the_pages(client: Client, files: dict[str, Path]) -> None:
     assert "No image" in _error(client, None, api_name="/classify_json")
     assert "fake.jpg is not an image" in _error(client, handle_file(files["fake_jpg"]), api_name="/classify_json")
+    photo = handle_file(files["photo"])
+    assert "photo must be one file" in _error(client, [photo], api_name="/classify_json")
+    assert "more_photos must be a list" in _error(client, photo, photo, api_name="/classify_json")
     _still_serving(client, files)
 
 

@@ -103,7 +103,7 @@ import json
 import math
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -216,24 +216,30 @@ def phash_groups(images: Sequence[Image.Image], distance: int = 10) -> np.ndarra
     from pipeline.dedupe import phash
 
     bits = np.array([[int(c, 16) >> s & 1 for c in phash(im) for s in (3, 2, 1, 0)] for im in images], dtype=np.int32)
-    hamming = bits @ (1 - bits).T + (1 - bits) @ bits.T
-    return _components(hamming <= distance)
+    return _components(len(bits), lambda a, b: bits[a:b] @ (1 - bits).T + (1 - bits[a:b]) @ bits.T <= distance)
 
 
 def join_similar(groups: np.ndarray, features: torch.Tensor, cosine: float = FEATURE_LINK_COSINE) -> np.ndarray:
     """``groups`` merged wherever two photos' pooled ImageNet features, centred on the photos' mean, have at least
     ``cosine``: zoomed, rotated and stretched copies of one photo, which a perceptual hash misses, become one group."""
-    x = features.double() - features.double().mean(dim=0)
-    x = x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)
-    return _components(((x @ x.T) >= cosine).numpy() | (groups[:, None] == groups[None, :]))
+    x = features.float() - features.float().mean(dim=0)
+    x = (x / x.norm(dim=1, keepdim=True).clamp(min=1e-12)).numpy()
+    return _components(len(x), lambda a, b: (x[a:b] @ x.T >= cosine) | (groups[a:b, None] == groups[None, :]))
 
 
-def _components(linked: np.ndarray) -> np.ndarray:
-    """Group ids of the connected components of a square boolean link matrix (links chain)."""
-    from scipy.sparse import csr_matrix  # here: models.predict imports this module for its folder listing
+def _components(n: int, linked_rows: Callable[[int, int], np.ndarray], block: int = 1024) -> np.ndarray:
+    """Group ids of the connected components (links chain) of ``n`` photos; ``linked_rows(a, b)`` says which photos
+    rows ``a:b`` link to, a block of rows at a time, so a large folder never needs an n × n matrix."""
+    from scipy.sparse import coo_matrix  # here: models.predict imports this module for its folder listing
     from scipy.sparse.csgraph import connected_components
 
-    return connected_components(csr_matrix(linked), directed=False)[1]
+    rows, cols = [np.zeros(0, dtype=int)], [np.zeros(0, dtype=int)]
+    for a in range(0, n, block):
+        r, c = np.nonzero(linked_rows(a, min(n, a + block)))
+        rows.append(r + a)
+        cols.append(c)
+    links = coo_matrix((np.ones(sum(map(len, rows))), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+    return connected_components(links, directed=False)[1]
 
 
 def grouped_folds(groups: np.ndarray, targets: np.ndarray, k: int, seed: int = SEED) -> np.ndarray:

@@ -323,6 +323,10 @@ def test_feature_links_join_groups_transitively_and_nothing_else() -> None:
     assert groups[0] == groups[1] == groups[2], "links chain"
     assert groups[6] == groups[7], "hash groups are kept"
     assert len(np.unique(groups)) == 5, "unrelated photos stay apart"
+    links = np.zeros((6, 6), dtype=bool)
+    links[2, 3] = links[3, 4] = True  # found two rows at a time: 2-3 in the second block, 3-4 in the third
+    blocked = train._components(6, lambda a, b: links[a:b], block=2)
+    assert blocked[2] == blocked[3] == blocked[4] and len(np.unique(blocked)) == 4
 
 
 def test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_features(tmp_path: Path) -> None:

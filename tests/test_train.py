@@ -313,6 +313,17 @@ def test_near_duplicates_share_a_group_and_never_straddle_splits(data_dir: Path)
     assert set(folds) == {0, 1, 2}
 
 
+def _distinct_pictures_and_a_zoomed_copy() -> list[Image.Image]:
+    """Seven unlike pictures, then a zoomed and stretched copy of the sixth (a text page) that phash misses."""
+    from factories import engraving, large_engraving, mixed_page, text_page, woodcut
+
+    photos = [_photo("lumpy_skin", seed=0, size=160), _photo("not_cattle", seed=1, size=160)]
+    photos += [Image.fromarray(make(240, 240, seed=0)).convert("RGB") for make in (engraving, woodcut, large_engraving)]
+    photos += [Image.fromarray(make(400, 550)).convert("RGB") for make in (text_page, mixed_page)]
+    page = photos[5]
+    return [*photos, page.crop((0, 0, int(page.width * 0.85), int(page.height * 0.85))).resize((400, 660))]
+
+
 def test_feature_links_join_groups_transitively_and_nothing_else() -> None:
     rng = np.random.default_rng(0)
     features = torch.as_tensor(rng.normal(size=(8, 64)))
@@ -331,16 +342,10 @@ def test_feature_links_join_groups_transitively_and_nothing_else() -> None:
 
 def test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_features(tmp_path: Path) -> None:
     """The real lumpy-skin photos hold such copies; phash at 10 bits let them straddle train and validation."""
-    from factories import engraving, large_engraving, mixed_page, text_page, woodcut
-
     from pipeline.dedupe import phash
 
-    photos = [_photo("lumpy_skin", seed=0, size=160), _photo("not_cattle", seed=1, size=160)]
-    photos += [Image.fromarray(make(240, 240, seed=0)).convert("RGB") for make in (engraving, woodcut, large_engraving)]
-    photos += [Image.fromarray(make(400, 550)).convert("RGB") for make in (text_page, mixed_page)]
+    *photos, copy = images = _distinct_pictures_and_a_zoomed_copy()
     page = photos[5]
-    copy = page.crop((0, 0, int(page.width * 0.85), int(page.height * 0.85))).resize((400, 660))
-    images = [*photos, copy]
     assert (int(phash(page), 16) ^ int(phash(copy), 16)).bit_count() > 10, "the copy must be one the hash misses"
     hashed = train.phash_groups(images)
     assert len(np.unique(hashed)) == len(images)
@@ -355,22 +360,15 @@ def test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_feature
 
 
 def test_training_with_imagenet_weights_groups_the_copies_phash_misses(tmp_path: Path) -> None:
-    from factories import engraving, large_engraving, mixed_page, text_page, woodcut
-
-    pictures = {
-        "lumpy_skin": [text_page(400, 550), woodcut(240, 240), _photo("lumpy_skin", seed=0, size=160)],
-        "normal_skin": [engraving(240, 240), large_engraving(240, 240), mixed_page(400, 550)],
-    }
-    for kind, images in pictures.items():
+    images = _distinct_pictures_and_a_zoomed_copy()
+    for kind in ("lumpy_skin", "normal_skin"):
         (tmp_path / kind).mkdir()
-        for i, im in enumerate(images):
-            Image.fromarray(np.asarray(im)).convert("RGB").save(tmp_path / kind / f"{i}.png")
-    page = Image.open(tmp_path / "lumpy_skin" / "0.png")
-    page.crop((0, 0, 340, 467)).resize((400, 660)).save(tmp_path / "lumpy_skin" / "0_zoomed.png")
+    for i, im in enumerate(images):  # the copy goes with its original (index 5) into normal_skin
+        im.save(tmp_path / ("lumpy_skin" if i < 4 else "normal_skin") / f"{i}.png")
     out = tmp_path / "m"
     assert train.main([str(tmp_path), "-o", str(out), "--folds", "0", "--views", "1", "--threads", "1"]) == 0
     split = json.loads((out / "metrics.json").read_text())["split"]
-    assert split["groups"] == 6, "7 photos, one a zoomed copy"
+    assert split["groups"] == len(images) - 1, "the zoomed copy joins its original"
     assert "cosine" in split["method"]
 
 

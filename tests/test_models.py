@@ -169,24 +169,23 @@ def test_prefetch_skips_local_folders_and_survives_bad_ids(
     assert "could not prefetch" in caplog.text
 
 
+def _halves(size: tuple[int, int]) -> Image.Image:
+    """Red left half, blue right half: where each lands shows how the photo was turned."""
+    image = Image.new("RGB", size, (0, 0, 255))
+    image.paste((255, 0, 0), (0, 0, size[0] // 2, size[1]))
+    return image
+
+
 def test_photos_are_turned_upright_by_their_exif_orientation(tmp_path: Path) -> None:
     """A phone stores a portrait photo sideways with orientation 6 (turn 90° clockwise): the model must see it
     as people do, standing."""
-    sideways = Image.new("RGB", (60, 40))
-    sideways.paste((255, 0, 0), (0, 0, 30, 40))  # red on the left half of the stored pixels
+    sideways = _halves((60, 40))  # red on the left half of the stored pixels
     exif = Image.Exif()
     exif[0x0112] = 6
     sideways.save(tmp_path / "phone.jpg", exif=exif)
     (upright,) = models.open_images([tmp_path / "phone.jpg"])
     assert upright.size == (40, 60)
     assert upright.getpixel((20, 5))[0] > 200 and upright.getpixel((20, 55))[0] < 60, "stored left is now the top"
-
-
-def _halves(size: tuple[int, int]) -> Image.Image:
-    """Red left half, blue right half: where each lands shows how the photo was turned."""
-    image = Image.new("RGB", size, (0, 0, 255))
-    image.paste((255, 0, 0), (0, 0, size[0] // 2, size[1]))
-    return image
 
 
 def test_heic_photos_from_an_iphone_open_like_jpegs(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from gradio import FileData
 from PIL import Image
 
 import models
+from models import advice
 from pipeline import NothingToDo, Options, OutputError, PdfError, Summary, run_pages
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
@@ -68,64 +69,55 @@ _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
 atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
 
 TRIAGE_NOTE = (
-    "**Triage, not a diagnosis.** The built-in model tells lumpy skin disease from normal skin on a photo of "
-    "cattle skin, refuses photos that do not show cattle, and says *inconclusive* when it is unsure. It cannot "
-    "rule a disease out. A sick or suspicious animal needs a veterinarian; lumpy skin disease is notifiable."
+    "**Triage, not a diagnosis.** Photograph a cow, buffalo calf or bull: the built-in model looks for signs of "
+    "**lumpy skin disease** and **foot-and-mouth disease**, refuses photos that do not show cattle, and says "
+    "*inconclusive* when it is unsure. It cannot rule a disease out; both diseases are notifiable."
 )
 
-VERDICT_TEXT = {
-    models.NOT_CATTLE: "not a cattle photo — no triage",
-    models.INCONCLUSIVE: "inconclusive — retake the photo: closer, daylight, the affected skin filling the frame",
-}
-NOTIFIABLE = {
-    "lumpy_skin": (
-        "**Lumpy skin disease is a notifiable disease.** Report the suspicion to your veterinary authorities "
-        "without delay, isolate the animal, control flies and ticks, and do not move or sell animals until a "
-        "veterinarian has examined them."
-    )
-}
+
+def _model_name(model_id: str) -> str:
+    """The model as visitors may see it: a Hub id, or a local folder's name (never a server path)."""
+    return Path(model_id).name if Path(model_id).expanduser().exists() else model_id
+
+
+def _numbers(photo: models.PhotoVerdict) -> dict[str, float]:
+    """One photo's numbers, the same in the chart and in the table: P(cattle photo) and, for a photo answered as
+    cattle, its calibrated triage probabilities (a photo turned away has none to show)."""
+    numbers = {} if photo.gate is None else {"cattle": round(1 - photo.gate, 6)}
+    if photo.verdict not in (models.NOT_CATTLE, models.UNUSABLE):
+        numbers |= {advice.short_name(k): v for k, v in photo.probabilities.items()}
+    return numbers
 
 
 @spaces.GPU(duration=GPU_DURATION)
-def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[str, dict[str, float], str]:
-    """Classify one photo (plus optional extras); returns the (case) verdict, the first photo's calibrated
-    probabilities and the details (advice, per-photo table).
+def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[str, dict[str, float] | None, str]:
+    """Classify one photo (plus optional extras); returns the (case) headline, the first photo's numbers and the
+    details (advice, per-photo table).
 
-    The verdict is its own output: with a notifiable-first operating point it is not always the most probable
-    class (normal skin needs more confidence than lumpy skin, else *inconclusive*), so a chart's headline would
-    contradict it.
-
-    Runs inside the ZeroGPU handler: everything returned is plain Python (failures: :func:`_assess`).
+    The headline is its own output: with a notifiable-first operating point it is not always the most probable
+    class (no sign of disease needs more confidence than a disease, else *inconclusive*), so a chart's heading
+    would contradict it. Runs inside the ZeroGPU handler: everything returned is plain Python (failures:
+    :func:`_assess`).
     """
     paths = [photo, *(more_photos or [])]
     case = _assess(paths)
     names = [Path(p).name for p in paths if p]
-    first = case.photos[0]
-    scores = dict(sorted(first.probabilities.items(), key=lambda kv: -kv[1]))
-    if first.verdict == models.NOT_CATTLE and first.gate is not None:  # a dog must not look like a diagnosis
-        scores = {
-            VERDICT_TEXT[models.NOT_CATTLE]: first.gate,
-            **{k: round(v * (1 - first.gate), 6) for k, v in scores.items()},
-        }
-
-    def say(verdict: str) -> str:
-        return VERDICT_TEXT.get(verdict, verdict.replace("_", " "))
-
-    labels = list(first.probabilities)
+    first = _numbers(case.photos[0])
+    scores = dict(sorted(first.items(), key=lambda kv: -kv[1])) if first else None
+    columns = list(dict.fromkeys(k for p in case.photos for k in _numbers(p)))
     rows = "\n".join(
-        f"| {name} | {say(p.verdict)} | " + " | ".join(f"{p.probabilities[x]:.1%}" for x in labels) + " |"
+        f"| {name} | {advice.name(p.verdict)} | "
+        + " | ".join(f"{v:.1%}" if (v := _numbers(p).get(c)) is not None else "—" for c in columns)
+        + " |"
         for name, p in zip(names, case.photos, strict=True)
     )
-    lines = [f"### Verdict: {say(case.verdict)}"]
-    if len(names) > 1:
-        lines[0] += f" (case of {len(names)} photos)"
-    if case.verdict in NOTIFIABLE:
-        lines.append(NOTIFIABLE[case.verdict])
+    title = advice.headline(case) + (f" (case of {len(names)} photos)" if len(names) > 1 else "")
+    lines = [f"### {title}", advice.advice(case)]
     lines += [
-        f"Model: `{CLASSIFIER.model_id}` ({CLASSIFIER.policy.replace('_', '-')}); probabilities are calibrated.",
-        f"| photo | verdict | {' | '.join(map(say, labels))} |\n|---|---|{'---|' * len(labels)}\n{rows}",
+        f"| photo | answer | {' | '.join(columns)} |\n|---|---|{'---|' * len(columns)}\n{rows}",
+        f"Model: {_model_name(str(CLASSIFIER.model_id))}",
     ]
-    return say(case.verdict), scores, "\n\n".join(lines)
+    return advice.headline(case), scores, "\n\n".join(line for line in lines if line)
 
 
 @spaces.GPU(duration=GPU_DURATION)
@@ -147,7 +139,7 @@ def classify_json(photo: FileData | None, more_photos: list[FileData] | None = N
             {"file": f.get("orig_name") or Path(f["path"]).name, **asdict(p)}
             for f, p in zip(uploads, case.photos, strict=True)
         ],
-        "model": str(CLASSIFIER.model_id),
+        "model": _model_name(str(CLASSIFIER.model_id)),
     }
 
 
@@ -288,6 +280,8 @@ with gr.Blocks(
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
     with gr.Tab("Cattle scanner"):
         gr.Markdown(TRIAGE_NOTE)
+        with gr.Accordion("What to photograph", open=True, elem_id="photo-guide"):
+            gr.Markdown(advice.PHOTO_GUIDE)
         with gr.Row():
             with gr.Column():
                 photo = gr.File(
@@ -315,12 +309,12 @@ with gr.Blocks(
             with gr.Column():
                 verdict = gr.Label(label="Verdict", elem_id="verdict")
                 scores = gr.Label(
-                    label="Probabilities (first photo, calibrated)",
+                    label="Probabilities (first photo)",
                     num_top_classes=5,
                     show_heading=False,
                     elem_id="scores",
                 )
-                details = gr.Markdown(f"Model: `{CLASSIFIER.model_id}`", elem_id="details")
+                details = gr.Markdown(elem_id="details")
     with gr.Tab("PDF → dataset"):
         gr.Markdown(
             "Upload scanned PDFs (several at once, or a `.zip` of PDFs): every page is judged by a fast filter, kept "
@@ -421,7 +415,8 @@ with gr.Blocks(
         api_name="classify_json",
         api_description="The classification as data: the case's verdict and probabilities, and per photo its file, "
         "verdict, calibrated probabilities and gate, P(not cattle), as `python -m models.predict --json` prints them. "
-        "Verdicts are labels: lumpy_skin, normal_skin, not_cattle, inconclusive.",
+        "Verdicts are labels: lumpy_skin, fmd, normal_skin, not_cattle, inconclusive, unusable_photo (with a "
+        "reason: too small, blank, one flat colour).",
         concurrency_limit=2,
         concurrency_id="classify",
     )

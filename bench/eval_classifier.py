@@ -1,15 +1,17 @@
-"""Cattle triage bench: accuracy, balanced accuracy, recall, confusion, ECE, coverage, gate rates, ms/photo.
+"""Cattle triage bench: leave-one-source-out per source and kind of photo, held-out split, ms/photo.
 
-``python bench/eval_classifier.py ../shared/data/cattle --not-cattle ../shared/data/cattle_gate/not_cattle``
-(from the repository root) scores a model folder (default: the built-in one) on the photos its training held
-out: the same scan, perceptual-hash groups and seed as ``models.train`` (read from the model's
-``metrics.json``) give the same held-out split, so no held-out photo or near-duplicate of one was trained on.
-``--split all`` scores every photo instead (optimistic: most were trained on). The built-in model is trained on
-every photo (its estimate is cross-validation); score the held-out split of the same recipe trained with
-``--holdout 0.2`` into another folder. Inference goes through
-``models.loaded_model`` (as the app and ``models.predict``); ms/photo is one photo per call, torch threads as
-given (default 1), on this machine's CPU, decoding and preprocessing included. The model's cross-validation
-figures (grouped k-fold, out-of-fold predictions, from ``metrics.json``) are printed beside the held-out ones.
+``python bench/eval_classifier.py --split sources`` prints the built-in model's leave-one-source-out tables (from its
+``metrics.json``: ``models.train`` fits one model per collection left out on its cached features, so the
+figures are computed there, not here): overall, per kind of photo (folder · collection) and per source. It is the
+estimate to trust, because a new user's photos come from a collection the model never saw; grouped CV beside it
+shares collections between training and scoring.
+
+``python bench/eval_classifier.py D/cattle --classes lumpy_skin normal_skin fmd --extra-cattle D/cattle/healthy_closeup
+--not-cattle D/cattle_gate/not_cattle D/cattle_gate/not_cattle_farm --sources D/sources_extra.csv --model M``
+(the arguments ``models.train`` was given) scores a model trained with ``--holdout 0.2`` on the photos it held out:
+the split's files are read from its ``metrics.json``. ``--split all`` scores every photo instead (optimistic: most
+were trained on). Inference goes through ``models.loaded_model`` (as the app and ``models.predict``); ms/photo is
+one photo per call, torch threads as given (default 1), on this machine's CPU, decoding and preprocessing included.
 
 ``--check-backbone`` checks the ImageNet weight mapping instead (``models/lite0.py``): top-1/top-5 of the
 ImageNet-headed Lite0 on the ``not_cattle`` folder, whose files are named ``nXXXXXXXX_class`` and hold every
@@ -71,7 +73,10 @@ def table(rows: list[tuple[str, dict]]) -> str:
         ("ece_after", "ECE after"),
         ("coverage", "coverage"),
         ("answered_accuracy", "acc. answered"),
-        ("alert_missed", "lumpy → normal/not cattle"),
+        ("alert_missed", "lumpy → other answer"),
+        ("fmd_missed", "FMD → other answer"),
+        ("called_fmd", "other cattle → FMD"),
+        ("called_lumpy_skin", "other cattle → lumpy"),
         ("cattle_rejected", "cattle → not_cattle"),
         ("not_cattle_rejected", "not cattle → not_cattle"),
     ]
@@ -84,30 +89,83 @@ def table(rows: list[tuple[str, dict]]) -> str:
     return "\n".join(out)
 
 
+def merge_breeds(groups: dict[str, dict]) -> dict[str, dict]:
+    """The ``breed_*`` folders (one collection, a breed each) as one row beside the others."""
+    breeds = {k: g for k, g in groups.items() if k.startswith("breed_")}
+    if len(breeds) < 2:
+        return groups
+    merged: dict[str, object] = {"photos": 0, "labels": {}, "verdicts": {}}
+    for g in breeds.values():
+        merged["photos"] += g["photos"]
+        for part in ("labels", "verdicts"):
+            for k, v in g[part].items():
+                merged[part][k] = merged[part].get(k, 0) + v
+    merged["method"] = " + ".join(sorted({g["method"] for g in breeds.values()}))
+    rest = {k: g for k, g in groups.items() if k not in breeds}
+    return {f"breed_* ({len(breeds)} breeds)": merged, **rest}
+
+
+def loso_table(groups: dict[str, dict]) -> str:
+    """Per source or kind of photo (``metrics.json``'s ``leave_one_source_out``): its verdicts as shares, and how
+    often an answered photo was right (the photos' own label answered; a non-cattle photo's right answer is to be
+    turned away)."""
+    verdicts = ["lumpy_skin", "fmd", "normal_skin", "inconclusive", "not_cattle", "unusable_photo"]
+    seen = [v for v in verdicts if any(v in g["verdicts"] for g in groups.values())]
+    head = "| photos of | n | label | predicted by | " + " | ".join(seen) + " | answered right |"
+    out = [head, "|---" * (head.count("|") - 1) + "|"]
+    for key, g in groups.items():
+        n = g["photos"]
+        shares = " | ".join(f"{g['verdicts'].get(v, 0) / n:.0%}" for v in seen)
+        answered = {v: c for v, c in g["verdicts"].items() if v not in ("inconclusive", "unusable_photo")}
+        right = sum(c for v, c in answered.items() if v in g["labels"])
+        total = sum(answered.values())
+        label = ", ".join(g["labels"])
+        out.append(f"| {key} | {n} | {label} | {g['method']} | {shares} | {right}/{total} |")
+    return "\n".join(out)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("data_dir", type=Path)
-    parser.add_argument("--not-cattle", type=Path)
+    parser.add_argument("data_dir", type=Path, nargs="?")
+    parser.add_argument("--not-cattle", type=Path, nargs="+")
+    parser.add_argument("--classes", nargs="+", help="as given to models.train (default: the model's triage labels)")
+    parser.add_argument("--extra-cattle", type=Path, nargs="*", default=[])
+    parser.add_argument("--sources", type=Path, help="as given to models.train")
     parser.add_argument("--model", default=DEFAULT_MODEL_ID)
-    parser.add_argument("--split", choices=("holdout", "all"), default="holdout")
+    parser.add_argument("--split", choices=("holdout", "all", "sources"), default="holdout")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--check-backbone", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.check_backbone:
-        check_backbone(args.not_cattle or args.data_dir)
+        check_backbone((args.not_cattle or [args.data_dir])[0])
         return 0
     metrics = json.loads((Path(args.model) / "metrics.json").read_text())
+    if args.split == "sources":  # computed by models.train, which holds the features: printed, not recomputed
+        loso = metrics.get("leave_one_source_out")
+        if not loso:
+            raise SystemExit(f"error: {args.model} was trained without leave-one-source-out")
+        rows = [("leave one source out", loso), ("grouped CV", metrics["cross_validation"])]
+        print(f"model {args.model}: policy {json.dumps(metrics['policy'])}")
+        print(table(rows))
+        extra = {k: round(v, 3) for k, v in loso.items() if k.startswith("called_") or k.endswith("_missed")}
+        print(f"\n{extra}; recall {json.dumps({k: round(v, 3) for k, v in loso['recall'].items()})}")
+        print("\nper kind of photo (folder · collection):\n" + loso_table(merge_breeds(loso["per_kind"])))
+        print("\nper source:\n" + loso_table(loso["per_source"]))
+        return 0
+    if args.data_dir is None:
+        raise SystemExit("error: give the data folder (as given to models.train)")
     labels = metrics["labels"]
-    classes = [x for x in labels if x != "not_cattle"]
+    classes = args.classes or [x for x in labels if x != "not_cattle"]
     gate_dir = args.not_cattle if "not_cattle" in labels else None
-    data = train.scan(args.data_dir, classes, gate_dir, cattle_as=metrics.get("cattle_as"))
+    data = train.scan(args.data_dir, classes, gate_dir, args.extra_cattle, metrics.get("cattle_as"), args.sources)
     split = metrics["split"]
     if args.split == "holdout":
         if not split["holdout_fraction"]:
             raise SystemExit(
-                f"error: {args.model} was trained on every photo (no held-out split); its estimate is the CV row of "
-                "its metrics.json. Train the same recipe with --holdout 0.2 into another folder and score that."
+                f"error: {args.model} was trained on every photo (no held-out split); its estimates are the "
+                "leave-one-source-out and CV rows of its metrics.json (--split sources). Train the same recipe with "
+                "--holdout 0.2 into another folder and score that."
             )
         held = set(split["holdout_files"])  # the groups came from features too: the split is not recomputed
         keep = np.array([f"{p.parent.name}/{p.name}" in held for p in data.paths])

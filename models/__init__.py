@@ -22,8 +22,9 @@ from models.classifier import (
     policy_from_env,
     prefetch,
     read_photo,
+    unusable_reason,
 )
-from models.triage import INCONCLUSIVE, NOT_CATTLE, CaseVerdict, PhotoVerdict
+from models.triage import INCONCLUSIVE, NOT_CATTLE, UNUSABLE, CaseVerdict, PhotoVerdict
 
 __all__ = [
     "DEFAULT_MODEL_ID",
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_IMAGES",
     "NOT_CATTLE",
     "STATS",
+    "UNUSABLE",
     "CaseVerdict",
     "Classifier",
     "ImageInputError",
@@ -51,4 +53,5 @@ __all__ = [
     "policy_from_env",
     "prefetch",
     "read_photo",
+    "unusable_reason",
 ]

@@ -26,16 +26,16 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 import numpy as np
 import torch
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageFilter, ImageOps, UnidentifiedImageError
 from pillow_heif import register_heif_opener
 
-from models.triage import CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
+from models.triage import UNUSABLE, CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
 from models.triage import Policy as TriagePolicy
 
 DEFAULT_MODEL_ID = str(Path(__file__).resolve().parent / "cattle-triage")
@@ -149,6 +149,34 @@ def photo_preview(path: str | os.PathLike[str] | None, longest: int = 1024) -> I
     return image
 
 
+MIN_SIDE = 64
+"""Photos smaller than this on their short side show too little to judge (the smallest of 1,700 real training photos
+is 97 px)."""
+MIN_CONTRAST = 8.0
+"""A grey standard deviation below this is one flat colour (real photos: 18 and more)."""
+MIN_DETAIL = 1.0
+"""Mean absolute difference from a blurred copy below this is a picture without texture: a blank, a smooth
+gradient (real photos: 2.4 and more, at 128 px)."""
+
+
+def unusable_reason(image: Image.Image) -> str | None:
+    """Why no model should answer this picture (too small, one flat colour, no texture), or ``None``.
+
+    A classifier asked about a 1×1 image or a blank picture still returns probabilities, and a notifiable-first
+    policy may turn them into an alarm; such pictures carry no evidence, so they are refused before the model."""
+    if min(image.size) < MIN_SIDE:
+        return f"it is only {image.width}×{image.height} pixels — send the original photo from the camera"
+    grey = ImageOps.grayscale(image)
+    grey.thumbnail((128, 128))
+    pixels = np.asarray(grey, dtype=np.float32)
+    if pixels.std() < MIN_CONTRAST:
+        return "it is almost one flat colour — photograph the animal itself"
+    blurred = np.asarray(grey.filter(ImageFilter.GaussianBlur(2)), dtype=np.float32)
+    if np.abs(pixels - blurred).mean() < MIN_DETAIL:
+        return "it shows no detail (blank or blurred) — photograph the animal in focus"
+    return None
+
+
 def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
     """Load model and processor on the CPU; every failure becomes a :class:`ModelLoadError`."""
     from transformers import AutoImageProcessor, AutoModelForImageClassification
@@ -211,8 +239,13 @@ class LoadedModel:
         return TriagePolicy.from_config(self.model.config)
 
     def photo_verdicts(self, images: Sequence[Image.Image]) -> list[PhotoVerdict]:
-        """Per photo: verdict, calibrated triage probabilities, gate probability (see :mod:`models.triage`)."""
-        return photo_verdicts(self.triage_policy, self.logits(images))
+        """Per photo: verdict, calibrated triage probabilities, gate probability (see :mod:`models.triage`); a
+        picture with nothing to judge (``unusable_reason``) is ``unusable_photo`` with its reason instead."""
+        answers = photo_verdicts(self.triage_policy, self.logits(images))
+        return [
+            answer if (reason := unusable_reason(image)) is None else replace(answer, verdict=UNUSABLE, reason=reason)
+            for image, answer in zip(images, answers, strict=True)
+        ]
 
     def assess(self, images: Sequence[Image.Image]) -> CaseVerdict:
         """Several photos of one animal: each photo's verdict and one for the case."""

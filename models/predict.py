@@ -3,12 +3,14 @@
 For vets with a folder of photos, and for evaluations: the same load → infer → offload lifecycle as the app
 (:func:`models.loaded_model`), one load for all photos. ``--json`` prints one object per photo::
 
-    {"file": "cow.jpg", "verdict": "lumpy_skin" | "normal_skin" | "not_cattle" | "inconclusive",
-     "probabilities": {"lumpy_skin": 0.91, "normal_skin": 0.09}, "gate": 0.01}
+    {"file": "cow.jpg", "verdict": "lumpy_skin" | "fmd" | "normal_skin" | "not_cattle" | "inconclusive"
+     | "unusable_photo", "probabilities": {"lumpy_skin": 0.91, "normal_skin": 0.07, "fmd": 0.02}, "gate": 0.01,
+     "reason": null}
 
 ``probabilities`` are the calibrated triage probabilities, present whatever the verdict; ``gate`` is P(not cattle)
-(``null`` for a model without a gate). Without ``--json``: a table, then with ``--case`` one verdict for all the
-photos as one animal. An unreadable file is reported (``"error"``) and skipped; exit code 1 if any was.
+(``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer.
+Without ``--json``: a table, then with ``--case`` one verdict for all the photos as one animal. An unreadable
+file is reported (``"error"``) and skipped; exit code 1 if any was.
 """
 
 from __future__ import annotations

@@ -104,12 +104,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import itertools
 import json
 import math
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -150,6 +151,12 @@ FEATURE_LINK_COSINE = 0.6
 """Near-duplicates a perceptual hash misses: the lumpy-skin photos hold zoomed, rotated and stretched copies of one
 another (pairs viewed: at a cosine of 0.65-0.75 mostly copies, 0.60-0.65 half, below 0.60 few). 0.6 is the lowest
 cosine before chaining runs away (at 0.55 one group swallows 83 photos; at 0.6 the largest holds 19)."""
+ALERT_MISSED_LIMIT = 0.05
+FALSE_ALARM_LIMIT = 0.10
+COVERAGE_LIMIT = 0.80
+"""The project's limits: at most 5 % of a notifiable disease's photos answered as something else, at most 10 % of
+the other cattle photos called that disease, at least 80 % of photos answered (``choose_operating_point`` aims
+inside them, with margin, first)."""
 TRAINED_IMAGE_SIZE = 320
 """Photos are resized to this square, not ImageNet's 224: most training photos are 256 px, and the nodules of
 lumpy skin then span more of the frozen backbone's 10×10 final map (measured in the module docstring)."""
@@ -164,6 +171,8 @@ class Dataset:
     labels: list[str]
     gate_label: str | None
     groups: np.ndarray | None = None
+    sources: list[str] = field(default_factory=list)
+    """The collection each photo comes from: the unit of leave-one-source-out validation (``photo_sources``)."""
 
 
 def list_images(folder: Path) -> list[Path]:
@@ -174,14 +183,19 @@ def list_images(folder: Path) -> list[Path]:
 def scan(
     data_dir: Path,
     classes: Sequence[str] | None = None,
-    not_cattle: Path | None = None,
+    not_cattle: Path | Sequence[Path] | None = None,
     extra_cattle: Sequence[Path] = (),
     cattle_as: str | None = None,
+    sources: Path | None = None,
 ) -> Dataset:
-    """Collect the photos: triage classes, then cattle-only folders (``breed_*``, ``extra_cattle``), then not-cattle.
+    """Collect the photos: triage classes, then cattle-only folders (``breed_*``, ``extra_cattle``), then not-cattle
+    (one folder or several).
 
     ``cattle_as`` gives the cattle-only photos a triage class (healthy breeds as ``normal_skin``) instead of none.
+    ``sources`` is a provenance CSV (``photo_sources``) naming each photo's collection.
     """
+    if isinstance(not_cattle, (str, Path)):
+        not_cattle = [Path(not_cattle)]
     folders = sorted(p for p in Path(data_dir).iterdir() if p.is_dir())
     names = list(classes) if classes else [p.name for p in folders if not p.name.startswith("breed_")]
     unknown = [n for n in names if not (Path(data_dir) / n).is_dir()]
@@ -205,10 +219,28 @@ def scan(
             found = list_images(folder)
             paths += found
             targets += [names.index(cattle_as) if cattle_as else CATTLE_ONLY] * len(found)
-        found = list_images(Path(not_cattle))
-        paths += found
-        targets += [labels.index(gate)] * len(found)
-    return Dataset(paths, np.array(targets), labels, gate)
+        for folder in not_cattle:
+            found = list_images(Path(folder))
+            paths += found
+            targets += [labels.index(gate)] * len(found)
+    return Dataset(paths, np.array(targets), labels, gate, sources=photo_sources(paths, sources))
+
+
+def photo_sources(paths: Sequence[Path], csv_file: Path | None = None) -> list[str]:
+    """Each photo's collection: the ``source_repo`` a provenance CSV (columns ``file``, ``source_repo``; ``file``
+    relative to the CSV's folder, as ``../shared/data/sources_extra.csv``) gives it, else its folder's name.
+
+    Why: photos of one collection share a camera, a place, a breed and a framing; a model validated on folds of
+    one collection learns those. Leaving a whole source out is the estimate of a collection never seen.
+    """
+    named: dict[Path, str] = {}
+    if csv_file is not None:
+        import csv
+
+        with open(csv_file, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                named[(Path(csv_file).parent / row["file"]).resolve()] = row["source_repo"]
+    return [named.get(Path(p).resolve(), Path(p).parent.name) for p in paths]
 
 
 # ---------------------------------------------------------------- grouping and splits
@@ -431,13 +463,38 @@ def train_top(
                 bar.set_postfix(loss=f"{loss.item():.3f}")
 
 
-def _loss(logits: torch.Tensor, y: torch.Tensor, weights: torch.Tensor, gate_index: int | None) -> torch.Tensor:
-    """Weighted cross-entropy; a cattle-only photo contributes ``-log(1 - p_not_cattle)``."""
+def source_balance(targets: np.ndarray, sources: Sequence[str]) -> np.ndarray:
+    """Per-photo weights under which every source of a label weighs the same, and each label's mean weight is 1.
+
+    Why: a label's photos mostly from one collection teach that collection's breed, place and framing as the label
+    (``--balance source``; measured in the model card)."""
+    weights = np.ones(len(targets))
+    sources = np.asarray(sources, dtype=object)
+    for t in np.unique(targets):
+        of_label = targets == t
+        names = np.unique(sources[of_label])
+        for name in names:
+            rows = of_label & (sources == name)
+            weights[rows] = of_label.sum() / (len(names) * rows.sum())
+    return weights
+
+
+def _loss(
+    logits: torch.Tensor,
+    y: torch.Tensor,
+    weights: torch.Tensor,
+    gate_index: int | None,
+    sample_weights: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Weighted cross-entropy (class ``weights``, times ``sample_weights`` per sample when given); a cattle-only
+    photo contributes ``-log(1 - p_not_cattle)``."""
     labelled = y >= 0
     total = logits.new_zeros(())
     count = logits.new_zeros(())
     if labelled.any():
         w = weights[y[labelled]]
+        if sample_weights is not None:
+            w = w * sample_weights[labelled]
         ce = torch.nn.functional.cross_entropy(logits[labelled], y[labelled], reduction="none")
         total = total + (w * ce).sum()
         count = count + w.sum()
@@ -476,6 +533,7 @@ def fit_head(
     l2_gate: float,
     readout: tuple[torch.Tensor, list[int]] | None = None,
     mid_l2_factor: float = MID_L2_FACTOR,
+    photo_weights: np.ndarray | None = None,
 ) -> torch.Tensor:
     """Set the classifier to an L2-regularised multinomial logistic regression on pooled features (photos, views, D).
 
@@ -490,6 +548,7 @@ def fit_head(
     ``maps`` (photos, views, C, H, W); the final features ``slots`` (one per label) leave the fit and carry the
     fitted weights of the last-block inputs instead (``models.lite0.install_readout``). Feature columns past the
     network's own (``config.hidden_dim``) are mid-level ones, penalised at ``mid_l2_factor`` of their row's penalty.
+    ``photo_weights`` multiply each photo's class weight (``source_balance``).
     """
     columns = torch.arange(feats.shape[-1])
     if readout is not None:
@@ -504,11 +563,14 @@ def fit_head(
     mid = columns >= model.config.hidden_dim
     penalty = ridge_penalty(n_labels, gate_index, l2, l2_gate) * torch.where(mid, mid_l2_factor, 1.0)
     weights = class_weights(targets, n_labels)
+    per_sample = None
+    if photo_weights is not None:
+        per_sample = torch.as_tensor(np.repeat(photo_weights, feats.shape[1]), dtype=torch.float32)
     opt = torch.optim.LBFGS(linear.parameters(), max_iter=500, tolerance_grad=1e-6, line_search_fn="strong_wolfe")
 
     def closure() -> torch.Tensor:
         opt.zero_grad()
-        loss = _loss(linear(z), y, weights, gate_index) + (penalty * linear.weight**2).sum()
+        loss = _loss(linear(z), y, weights, gate_index, per_sample) + (penalty * linear.weight**2).sum()
         loss.backward()
         return loss
 
@@ -563,8 +625,12 @@ def choose_operating_point(
     Gate: the lowest threshold (the most non-cattle photos turned away) that turns away at most
     ``max_cattle_rejected`` of the cattle photos: a cattle photo turned away is a case never triaged, so only 1 in
     100 may be, a third of the 3 % the project allows. Triage: among thresholds that miss at most
-    ``max_alert_missed`` of the alert class (answered as another class) and answer at least ``min_coverage`` of
-    the photos (the project asks for 80 %; 2 points of margin for new photos), the most accurate on answered photos.
+    ``max_alert_missed`` of each alert class (answered as another class) and answer at least ``min_coverage`` of
+    the photos (the project asks for 80 %; 2 points of margin for new photos), the most accurate on answered photos;
+    if none does, the same within the project's own limits (``ALERT_MISSED_LIMIT``, ``COVERAGE_LIMIT``); else, within
+    the limits on missed cases and false alarms (``FALSE_ALARM_LIMIT``), the most photos answered; else the fewest
+    missed cases. Never "the most accurate whatever it misses": a disease that spreads comes first, and a false
+    alarm (a movement stop, an authority's call) second; an unsure photo is *inconclusive — see a veterinarian*.
     """
     idx = {x: i for i, x in enumerate(policy.labels)}
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
@@ -579,30 +645,37 @@ def choose_operating_point(
         best = min(allowed) if allowed else max(grid)
         policy = _replace(policy, gate_threshold=float(best))
     probs = policy.triage_probabilities(logits[tri])
-    alert_grid = np.arange(0.05, 0.951, 0.025) if policy.alert_label else [1.1]
+    alert_index = [policy.triage_labels.index(x) for x in policy.alert_labels]
+    alert_rows = [tri_y == i for i in alert_index]
+    # the first alert (lumpy skin) finely, the others coarsely: the grid is their product
+    grids = [np.arange(0.05, 0.951, 0.025 if i == 0 else 0.05) for i in range(len(policy.alert_labels))]
     candidates = []
-    for a in alert_grid:
+    for alerts in itertools.product(*grids):
         for b in np.arange(0.5, 0.991, 0.01):
-            p = _replace(policy, alert_threshold=round(float(a), 3), answer_threshold=round(float(b), 3))
-            verdicts = np.array([p.decide(row) for row in probs])
-            answered = verdicts != triage.INCONCLUSIVE
+            p = _replace(policy.with_alerts([round(float(a), 3) for a in alerts]), answer_threshold=round(float(b), 3))
+            answer = p.decide_indices(probs)
+            answered = answer >= 0
+            correct = answer == tri_y
             coverage = answered.mean()
-            correct = verdicts == np.array(policy.triage_labels)[tri_y]
             accuracy = correct[answered].mean() if answered.any() else 0.0
-            missed = 0.0
-            if policy.alert_label:
-                alert = tri_y == policy.triage_labels.index(policy.alert_label)
-                missed = (answered[alert] & ~correct[alert]).mean() if alert.any() else 0.0
-            candidates.append((p, coverage, accuracy, missed))
-    for feasible in (
-        lambda c: c[3] <= max_alert_missed and c[1] >= min_coverage,
-        lambda c: c[1] >= min_coverage,
-        lambda c: True,
-    ):
-        ok = [c for c in candidates if feasible(c)]
+            missed = max([(answered[a] & ~correct[a]).mean() for a in alert_rows if a.any()], default=0.0)
+            alarms = max(
+                [(answer[~a] == i).mean() for i, a in zip(alert_index, alert_rows, strict=True) if (~a).any()],
+                default=0.0,
+            )
+            candidates.append((p, coverage, accuracy, missed, alarms))
+    for missed_at_most, coverage_at_least in ((max_alert_missed, min_coverage), (ALERT_MISSED_LIMIT, COVERAGE_LIMIT)):
+        ok = [
+            c for c in candidates if c[3] <= missed_at_most and c[4] <= FALSE_ALARM_LIMIT and c[1] >= coverage_at_least
+        ]
         if ok:
             return max(ok, key=lambda c: (round(c[2], 4), c[1]))[0]
-    return policy
+    # not reachable at that coverage: within the limits on missed cases and false alarms, the most photos answered
+    # (the rest are "inconclusive — see a veterinarian"); else the fewest missed cases
+    ok = [c for c in candidates if c[3] <= ALERT_MISSED_LIMIT and c[4] <= FALSE_ALARM_LIMIT]
+    if ok:
+        return max(ok, key=lambda c: (round(c[1], 3), round(c[2], 4)))[0]
+    return min(candidates, key=lambda c: (round(c[3], 4), round(c[4], 4), -round(c[2], 4)))[0]
 
 
 def _replace(policy: triage.Policy, **changes: float) -> triage.Policy:
@@ -641,9 +714,14 @@ def evaluate(policy: triage.Policy, logits: np.ndarray, targets: np.ndarray) -> 
         out["ece_after"] = triage.expected_calibration_error(probs, y)
         out["coverage"] = float(answered.mean())
         out["answered_accuracy"] = float((v[answered] == truth[answered]).mean()) if answered.any() else None
-        if policy.alert_label and (truth == policy.alert_label).any():
-            alert = truth == policy.alert_label
-            out["alert_missed"] = float(((v[alert] != policy.alert_label) & (v[alert] != triage.INCONCLUSIVE)).mean())
+        for label in policy.alert_labels:  # a notifiable case answered as something else: missed
+            alert = truth == label
+            if alert.any():
+                missed = float(((v[alert] != label) & (v[alert] != triage.INCONCLUSIVE)).mean())
+                out["alert_missed" if label == policy.alert_labels[0] else f"{label}_missed"] = missed
+            others = (truth != label) & (truth != triage.NOT_CATTLE)
+            if others.any():  # a false alarm: other cattle called this notifiable disease
+                out[f"called_{label}"] = float((v[others] == label).mean())
     if policy.gate_label:
         gated = verdicts == triage.NOT_CATTLE
         is_gate = targets == idx[policy.gate_label]
@@ -653,6 +731,44 @@ def evaluate(policy: triage.Policy, logits: np.ndarray, targets: np.ndarray) -> 
         if is_gate.any():
             out["not_cattle_rejected"] = float(gated[is_gate].mean())
             out["not_cattle_photos"] = int(is_gate.sum())
+    return out
+
+
+def sources_to_leave_out(targets: np.ndarray, sources: np.ndarray) -> dict[str, np.ndarray]:
+    """Per source, the photos a leave-one-source-out fit leaves out: all of its photos, but for a label no other
+    source has (the one collection of lumpy-skin photos cannot be left out: nothing would teach the label)."""
+    out = {}
+    for name in np.unique(sources):
+        mine = sources == name
+        elsewhere = {int(t) for t in np.unique(targets[~mine])}
+        mask = mine & np.isin(targets, list(elsewhere))
+        if mask.any():
+            out[str(name)] = mask
+    return out
+
+
+def _kind(path: Path, source: str) -> str:
+    """A photo's kind for the per-kind table: its folder, and its collection where that is not the folder."""
+    folder = Path(path).parent.name
+    return folder if source == folder else f"{folder} · {source}"
+
+
+def _per_group(
+    policy: triage.Policy, logits: np.ndarray, targets: np.ndarray, keys: np.ndarray, method: np.ndarray
+) -> dict[str, dict[str, object]]:
+    """Per source or kind: how its photos were predicted, their true label(s) and the verdicts they got."""
+    verdicts = np.full(len(targets), "", dtype=object)
+    scored = method != ""
+    verdicts[scored] = policy.verdicts(logits[scored])
+    out = {}
+    for key in sorted(set(keys[scored])):
+        rows = scored & (keys == key)
+        out[str(key)] = {
+            "photos": int(rows.sum()),
+            "labels": {policy.labels[t]: int((targets[rows] == t).sum()) for t in np.unique(targets[rows])},
+            "method": " + ".join(sorted(set(method[rows]))),
+            "verdicts": {str(v): int((verdicts[rows] == v).sum()) for v in sorted(set(verdicts[rows]))},
+        }
     return out
 
 
@@ -681,13 +797,15 @@ def train(
     image_size: int = TRAINED_IMAGE_SIZE,
     mid_features: bool = True,
     train_fraction: float = 1.0,
+    balance: str = "class",
+    leave_sources_out: bool = True,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
     torch.manual_seed(seed)
     started = time.perf_counter()
     id2label = dict(enumerate(data.labels))
     triage_labels = [x for x in data.labels if x != data.gate_label]
-    alert = "lumpy_skin" if "lumpy_skin" in triage_labels else None
+    alerts = {x: 0.5 for x in triage.NOTIFIABLE if x in triage_labels}
     readout = tune == "head" and mid_features
     if readout and len(data.labels) > READOUT_CHANNELS:
         raise SystemExit(f"error: at most {READOUT_CHANNELS} labels with mid-level features; use --no-mid-features")
@@ -719,16 +837,20 @@ def train(
     gate_index = data.labels.index(data.gate_label) if data.gate_label else None
     policy = triage.Policy.from_dict(
         data.labels,
-        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alert_label": alert, "mirror": views > 1},
+        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alerts": alerts, "mirror": views > 1},
     )
+
+    sources = data.sources or [p.parent.name for p in data.paths]
+    balanced = source_balance(data.targets, sources) if balance == "source" else None
 
     def fit_on(rows: np.ndarray, run_seed: int, desc: str) -> None:
         base.load_state_dict(initial)
+        w = None if balanced is None else source_balance(data.targets[rows], [sources[i] for i in rows])
         if readout:
             readout_of = (feats[rows], slots)
-            fit_head(base, head_feats[rows], data.targets[rows], gate_index, l2, l2_gate, readout_of, mid_l2_factor)
+            fit_head(base, head_feats[rows], data.targets[rows], gate_index, l2, l2_gate, readout_of, mid_l2_factor, w)
         elif tune == "head":
-            fit_head(base, feats[rows], data.targets[rows], gate_index, l2, l2_gate)
+            fit_head(base, feats[rows], data.targets[rows], gate_index, l2, l2_gate, photo_weights=w)
         else:
             train_top(
                 base,
@@ -765,15 +887,40 @@ def train(
             oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
         oof_logits.append(oof)
         repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
+    # leave-one-source-out: each collection is predicted by a model that saw none of it (except the labels only it
+    # has: those photos keep their grouped-CV prediction). The policy is chosen on these predictions when there
+    # are any, because a new user's photos come from a collection the model never saw.
+    fit_targets = data.targets[fit]
+    fit_sources = np.array([sources[i] for i in fit_idx], dtype=object)
+    out_of_source = oof_logits[0].copy() if oof_logits else np.full((len(fit_idx), len(data.labels)), np.nan)
+    method = np.full(len(fit_idx), "grouped CV" if oof_logits else "", dtype=object)
+    left_out = sources_to_leave_out(fit_targets, fit_sources) if leave_sources_out else {}
+    for name, mask in tqdm(left_out.items(), desc="leave one source out", unit="source"):
+        fit_on(fit_idx[~mask], seed, f"without {name}")
+        out_of_source[mask] = logits_of(fit_idx[mask])
+        method[mask] = "source left out"
+    scored = method != ""
     cv: dict[str, object] = {}
+    if left_out:
+        policy = choose_operating_point(policy, out_of_source[scored], fit_targets[scored])
     if oof_logits:
         all_oof, all_targets = np.concatenate(oof_logits), np.tile(data.targets[fit], len(oof_logits))
-        policy = choose_operating_point(policy, all_oof, all_targets)
+        if not left_out:
+            policy = choose_operating_point(policy, all_oof, all_targets)
         cv = evaluate(policy, all_oof, all_targets) | {
             "repeats": cv_repeats,
             "balanced_accuracy_per_repeat": repeat_bal,
             "train_fraction": train_fraction,
             "triage_photos_per_fit": float(np.mean(trained_on)),
+        }
+
+    by_source: dict[str, object] = {}
+    if left_out:
+        kinds = np.array([_kind(data.paths[i], sources[i]) for i in fit_idx], dtype=object)
+        by_source = evaluate(policy, out_of_source[scored], fit_targets[scored]) | {
+            "sources_left_out": sorted(left_out),
+            "per_source": _per_group(policy, out_of_source, fit_targets, fit_sources, method),
+            "per_kind": _per_group(policy, out_of_source, fit_targets, kinds, method),
         }
 
     fit_on(fit_idx, seed, "final")
@@ -815,9 +962,10 @@ def train(
             if readout
             else {}
         )
-        | {"l2": l2, "l2_gate": l2_gate}
+        | {"l2": l2, "l2_gate": l2_gate, "balance": balance}
         | ({} if tune == "head" else {"tuned_from_block": tune_from, "epochs": epochs, "lr": lr, "l2sp": l2sp})
         | {"seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()},
+        "leave_one_source_out": by_source,
         "cross_validation": cv,
         "holdout": held_metrics,
     }
@@ -825,12 +973,27 @@ def train(
     return metrics
 
 
+def _headline(metrics: dict[str, object]) -> dict[str, object]:
+    loso = dict(metrics.get("leave_one_source_out") or {})
+    return {k: v for k, v in loso.items() if k not in ("per_source", "per_kind", "confusion")}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m models.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("data_dir", type=Path, help="one sub-folder per triage class (breed_* = cattle, no label)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="model folder to write")
     parser.add_argument("--classes", nargs="+", help="triage class folders to use (default: all but breed_*)")
-    parser.add_argument("--not-cattle", type=Path, help="photos that are not cattle: adds the not_cattle gate label")
+    parser.add_argument(
+        "--not-cattle",
+        type=Path,
+        nargs="+",
+        help="folders of photos that are not cattle: adds the not_cattle gate label",
+    )
+    parser.add_argument(
+        "--sources",
+        type=Path,
+        help="provenance CSV (file, source_repo) naming each photo's collection; else its folder",
+    )
     parser.add_argument("--extra-cattle", type=Path, nargs="*", default=[], help="more cattle photos, no triage label")
     parser.add_argument(
         "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
@@ -893,6 +1056,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1.0,
         help="each CV fold trains on this share of its groups (learning curves; the saved model uses every photo)",
     )
+    parser.add_argument(
+        "--balance",
+        choices=("class", "source"),
+        default="class",
+        help="class (default): each label weighs the same; source: and within a label each source the same",
+    )
+    parser.add_argument(
+        "--no-leave-source-out",
+        action="store_true",
+        help="skip leave-one-source-out (then the policy is chosen on grouped CV alone)",
+    )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--phash-distance", type=int, default=10)
     parser.add_argument(
@@ -903,7 +1077,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as)
+    data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
     metrics = train(
         data,
         args.output,
@@ -928,8 +1102,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         image_size=args.image_size,
         mid_features=not args.no_mid_features,
         train_fraction=args.train_fraction,
+        balance=args.balance,
+        leave_sources_out=not args.no_leave_source_out,
     )
-    print(json.dumps({k: metrics[k] for k in ("policy", "cross_validation", "holdout")}, indent=2))
+    shown = ("policy", "cross_validation", "holdout")
+    print(json.dumps({k: metrics[k] for k in shown} | {"leave_one_source_out": _headline(metrics)}, indent=2))
     print(f"wrote {args.output} in {metrics['training']['seconds']} s", file=sys.stderr)
     return 0
 

@@ -4,9 +4,9 @@ Pure numpy, so the trainer (choosing thresholds on cross-validated predictions),
 and the bench all decide with the same code. The policy lives in the model's ``config.json`` under ``triage``
 (written by ``models.train``)::
 
-    "triage": {"gate_label": "not_cattle", "gate_threshold": 0.5, "triage_labels": ["lumpy_skin", "normal_skin"],
-               "temperature": 1.3, "alert_label": "lumpy_skin", "alert_threshold": 0.3, "answer_threshold": 0.8,
-               "mirror": true}
+    "triage": {"gate_label": "not_cattle", "gate_threshold": 0.5,
+               "triage_labels": ["lumpy_skin", "normal_skin", "fmd"], "temperature": 1.3,
+               "alerts": {"lumpy_skin": 0.3, "fmd": 0.5}, "answer_threshold": 0.8, "mirror": true}
 
 * gate: the model has one softmax head over triage labels + ``gate_label``; a photo whose gate probability
   reaches ``gate_threshold`` is ``not_cattle``. Any transformers loader still sees a plain classifier.
@@ -14,9 +14,11 @@ and the bench all decide with the same code. The policy lives in the model's ``c
   fitted on validation predictions). They are reported for every photo, gated or not.
 * mirror: when true, the logits are the mean of the photo's and its mirror image's (a cow facing left is the
   same case facing right); the thresholds were chosen on logits computed that way.
-* verdict: the alert label (a notifiable disease) is answered as soon as its probability reaches
-  ``alert_threshold``, which may be below one half: a missed case costs more than a false alarm. Any other
-  label is answered only when it reaches ``answer_threshold``; otherwise ``inconclusive``.
+* verdict: an alert label (a notifiable disease: lumpy skin disease, foot-and-mouth disease) is answered as soon
+  as its probability reaches its own threshold in ``alerts``, which may be below one half: a missed case costs
+  more than a false alarm (of several alerts reached, the most probable). Any other label is answered only when
+  it reaches ``answer_threshold``; otherwise ``inconclusive``. (An older config's single ``alert_label`` /
+  ``alert_threshold`` reads as one alert.)
 
 A model without a ``triage`` section (any Hub classifier) gets the plain policy: all labels, temperature 1, no
 gate, the most probable label always answered.
@@ -26,13 +28,17 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 NOT_CATTLE = "not_cattle"
 INCONCLUSIVE = "inconclusive"
+NOTIFIABLE = ("lumpy_skin", "fmd")
+"""Labels of notifiable diseases (lumpy skin disease, foot-and-mouth disease): the trainer makes them alerts."""
+UNUSABLE = "unusable_photo"
+"""A photo no model should answer (too small, blank, one flat colour): ``models.classifier.unusable_reason``."""
 
 
 @dataclass(frozen=True)
@@ -44,8 +50,8 @@ class Policy:
     gate_label: str | None = None
     gate_threshold: float = 0.5
     temperature: float = 1.0
-    alert_label: str | None = None
-    alert_threshold: float = 0.5
+    alerts: tuple[tuple[str, float], ...] = ()
+    """(label, threshold) of each notifiable label, answered from its threshold (module docstring)."""
     answer_threshold: float = 0.0
     mirror: bool = False
     """Average the logits of the photo and its mirror image (the trainer scored its thresholds that way)."""
@@ -63,7 +69,10 @@ class Policy:
         labels = tuple(labels)
         gate = section.get("gate_label")
         triage = tuple(section.get("triage_labels") or [x for x in labels if x != gate])
-        missing = [x for x in (*triage, *([gate] if gate else [])) if x not in labels]
+        alerts = dict(section.get("alerts") or {})
+        if section.get("alert_label"):  # the single-alert form of earlier models
+            alerts[section["alert_label"]] = section.get("alert_threshold", 0.5)
+        missing = [x for x in (*triage, *alerts, *([gate] if gate else [])) if x not in labels]
         if missing:
             raise ValueError(f"triage config names labels the model does not have: {missing}")
         return cls(
@@ -72,8 +81,7 @@ class Policy:
             gate_label=gate,
             gate_threshold=float(section.get("gate_threshold", 0.5)),
             temperature=float(section.get("temperature", 1.0)),
-            alert_label=section.get("alert_label"),
-            alert_threshold=float(section.get("alert_threshold", 0.5)),
+            alerts=tuple((x, float(alerts[x])) for x in sorted(alerts, key=_order(triage))),
             answer_threshold=float(section.get("answer_threshold", 0.0)),
             mirror=bool(section.get("mirror", False)),
         )
@@ -83,7 +91,17 @@ class Policy:
         out = asdict(self)
         out.pop("labels")
         out["triage_labels"] = list(self.triage_labels)
+        out["alerts"] = dict(self.alerts)
         return out
+
+    @property
+    def alert_labels(self) -> tuple[str, ...]:
+        """The notifiable labels, answered from their own thresholds."""
+        return tuple(label for label, _ in self.alerts)
+
+    def with_alerts(self, thresholds: Sequence[float]) -> Policy:
+        """The same policy with new alert thresholds, in ``alert_labels`` order (threshold search)."""
+        return replace(self, alerts=tuple(zip(self.alert_labels, map(float, thresholds), strict=True)))
 
     # ---------------------------------------------------------------- arrays
     def gate_probability(self, logits: np.ndarray) -> np.ndarray:
@@ -101,21 +119,30 @@ class Policy:
         """One verdict per row of logits."""
         logits = np.asarray(logits, dtype=np.float64)
         gated = self.gate_probability(logits) >= self.gate_threshold if self.gate_label else np.zeros(len(logits), bool)
-        probs = self.triage_probabilities(logits)
-        return [NOT_CATTLE if g else self.decide(p) for g, p in zip(gated, probs, strict=True)]
+        answered = self.decide_indices(self.triage_probabilities(logits))
+        names = [*self.triage_labels, INCONCLUSIVE]  # index -1: inconclusive
+        return [NOT_CATTLE if g else names[i] for g, i in zip(gated, answered, strict=True)]
 
     def decide(self, probs: np.ndarray) -> str:
         """The verdict for one photo's (or one case's) triage probabilities."""
-        if self.alert_label is not None:
-            if probs[self.triage_labels.index(self.alert_label)] >= self.alert_threshold:
-                return self.alert_label
-            others = [i for i, x in enumerate(self.triage_labels) if x != self.alert_label]
-            top = max(others, key=lambda i: probs[i]) if others else None
-        else:
-            top = int(np.argmax(probs))
-        if top is not None and probs[top] >= self.answer_threshold:
-            return self.triage_labels[top]
-        return INCONCLUSIVE
+        choice = int(self.decide_indices(np.asarray(probs, dtype=np.float64)[None])[0])
+        return INCONCLUSIVE if choice < 0 else self.triage_labels[choice]
+
+    def decide_indices(self, probs: np.ndarray) -> np.ndarray:
+        """Vectorised ``decide``: per row of (n, triage labels) probabilities, the index of the answered triage
+        label, or -1 for inconclusive (the trainer scores thousands of thresholds on thousands of photos)."""
+        probs = np.asarray(probs, dtype=np.float64)
+        alert_idx = [self.triage_labels.index(x) for x in self.alert_labels]
+        others = [i for i in range(len(self.triage_labels)) if i not in alert_idx]
+        out = np.full(len(probs), -1)
+        if others:
+            top = np.asarray(others)[probs[:, others].argmax(axis=1)]
+            out = np.where(probs[np.arange(len(probs)), top] >= self.answer_threshold, top, -1)
+        if alert_idx:
+            reached = probs[:, alert_idx] >= np.array([t for _, t in self.alerts])
+            best = np.where(reached, probs[:, alert_idx], -1.0).argmax(axis=1)
+            out = np.where(reached.any(axis=1), np.asarray(alert_idx)[best], out)
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,6 +154,8 @@ class PhotoVerdict:
     """Calibrated triage probabilities, always present (also for ``not_cattle`` and ``inconclusive``)."""
     gate: float | None = None
     """P(not cattle), or ``None`` for a model without a gate."""
+    reason: str | None = None
+    """Why an ``unusable_photo`` was not answered (for the user)."""
 
 
 @dataclass(frozen=True)
@@ -153,17 +182,21 @@ def photo_verdicts(policy: Policy, logits: np.ndarray) -> list[PhotoVerdict]:
 def case_verdict(policy: Policy, photos: Sequence[PhotoVerdict]) -> CaseVerdict:
     """One verdict for several photos of the same animal.
 
-    Photos judged not to show cattle are left out; if none is left the case is ``not_cattle``. One photo answered
-    with the alert label makes the case that label (one photo showing lesions is enough to call the vet);
+    Photos judged not to show cattle (or unusable) are left out; if none is left the case is ``not_cattle`` (or
+    ``unusable_photo``). One photo answered with an alert label makes the case that label (one photo showing
+    lesions is enough to call the vet);
     otherwise the mean of the cattle photos' probabilities is decided like one photo.
     """
-    cattle = [p for p in photos if p.verdict != NOT_CATTLE]
+    cattle = [p for p in photos if p.verdict not in (NOT_CATTLE, UNUSABLE)]
     if not cattle:
         mean = _mean_probs(policy, photos)
-        return CaseVerdict(NOT_CATTLE, mean, list(photos))
+        refused = NOT_CATTLE if any(p.verdict == NOT_CATTLE for p in photos) else UNUSABLE
+        return CaseVerdict(refused, mean, list(photos))
     mean = _mean_probs(policy, cattle)
-    if policy.alert_label is not None and any(p.verdict == policy.alert_label for p in cattle):
-        return CaseVerdict(policy.alert_label, mean, list(photos))
+    alerted = [p for p in cattle if p.verdict in policy.alert_labels]
+    if alerted:  # the most probable of the alerts answered, over the photos that answered it
+        label = max({p.verdict for p in alerted}, key=lambda x: max(p.probabilities[x] for p in alerted))
+        return CaseVerdict(label, mean, list(photos))
     verdict = policy.decide(np.array([mean[x] for x in policy.triage_labels]))
     return CaseVerdict(verdict, mean, list(photos))
 
@@ -172,6 +205,11 @@ def _mean_probs(policy: Policy, photos: Sequence[PhotoVerdict]) -> dict[str, flo
     if not photos:
         return {x: 0.0 for x in policy.triage_labels}
     return {x: round(float(np.mean([p.probabilities[x] for p in photos])), 6) for x in policy.triage_labels}
+
+
+def _order(triage_labels: Sequence[str]) -> Any:
+    """Sort key: alerts in the order of the triage labels (a saved config's JSON may sort its keys)."""
+    return lambda x: triage_labels.index(x) if x in triage_labels else len(triage_labels)
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

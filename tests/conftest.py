@@ -80,11 +80,11 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out: dict[str, Path] = {}
 
     out["photo"] = d / "cow.jpg"
-    Image.fromarray(rng.integers(0, 255, (60, 80, 3), dtype=np.uint8)).save(out["photo"])
+    Image.fromarray(rng.integers(0, 255, (90, 120, 3), dtype=np.uint8)).save(out["photo"])
     out["photo2"] = d / "cow2.png"
-    Image.fromarray(rng.integers(0, 255, (40, 40, 3), dtype=np.uint8)).save(out["photo2"])
+    Image.fromarray(rng.integers(0, 255, (80, 80, 3), dtype=np.uint8)).save(out["photo2"])
     out["photo_heic"] = d / "cow3.HEIC"  # an iPhone's default format, with its upper-case extension
-    save_heic(Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8)), out["photo_heic"])
+    save_heic(Image.fromarray(rng.integers(0, 255, (72, 96, 3), dtype=np.uint8)), out["photo_heic"])
     out["fake_jpg"] = d / "fake.jpg"
     out["fake_jpg"].write_text("this is a text file, not a photo")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from types import ModuleType
 
 import httpx
+import numpy as np
 import pymupdf
 import pytest
 from factories import free_port, mixed_page, pdf_from_images, text_page
@@ -30,6 +31,8 @@ from gradio_client.exceptions import AppError
 from PIL import Image
 from test_models import LABELS
 
+import models
+from models import advice
 from pipeline import Options
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,7 +52,7 @@ def _error(client: Client, *args: object, api_name: str) -> str:
 
 def _still_serving(client: Client, files: dict[str, Path]) -> None:
     verdict, _, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
-    assert verdict["label"] in LABELS.values()
+    assert verdict["label"].rsplit(" (", 1)[0] in LABELS.values()
 
 
 def test_api_names_and_defaults(client: Client) -> None:
@@ -82,9 +85,11 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
 
     confidences = {c["label"]: c["confidence"] for c in label["confidences"]}
     assert set(confidences) == set(LABELS.values())
-    assert max(confidences, key=confidences.get) == label["label"] == verdict["label"]  # a plain classifier's
-    assert str(app.CLASSIFIER.model_id) in details  # verdict is its top label: no gate, no thresholds
-    assert details.startswith(f"### Verdict: {verdict['label']}")
+    assert max(confidences, key=confidences.get) == label["label"]
+    assert verdict["label"] == f"{label['label']} ({confidences[label['label']]:.0%})"  # a plain classifier's top
+    assert details.startswith(f"### {verdict['label']}")
+    assert f"Model: {Path(app.CLASSIFIER.model_id).name}" in details
+    assert str(Path(app.CLASSIFIER.model_id).parent) not in details, "no server path on the page"
     assert models.STATS.loads == loads + 1
     assert models.STATS.offloads == offloads + 1
     gc.collect()
@@ -113,7 +118,7 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
     result = client.predict(handle_file(photos[0]), [handle_file(p) for p in photos[1:]], api_name="/classify_json")
     assert [row["file"] for row in result["photos"]] == ["cow.jpg", "cow2.png", "cow3.HEIC"]
     for row in result["photos"]:
-        assert set(row) == {"file", "verdict", "probabilities", "gate"}
+        assert set(row) == {"file", "verdict", "probabilities", "gate", "reason"}
         assert set(row["probabilities"]) == set(LABELS.values()) and row["gate"] is None  # no gate in this model
         assert row["verdict"] == max(row["probabilities"], key=row["probabilities"].get)  # a plain classifier's
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
@@ -121,13 +126,37 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
     verdict, _, details = client.predict(
         handle_file(photos[0]), [handle_file(p) for p in photos[1:]], api_name="/classify"
     )
-    assert verdict["label"] == result["verdict"].replace("_", " "), "the page and the data give one verdict"
-    assert result["model"] in details
+    headline = advice.headline(models.CaseVerdict(result["verdict"], result["probabilities"]))
+    assert verdict["label"] == headline, "the page and the data give one verdict"
+    assert f"Model: {result['model']}" in details and "/" not in result["model"]
     table = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("| cow")]
     for row, cells in zip(result["photos"], table, strict=True):  # each photo's own numbers, in order
-        assert [c.strip() for c in cells] == [row["file"], row["verdict"].replace("_", " ")] + [
+        assert [c.strip() for c in cells] == [row["file"], advice.name(row["verdict"])] + [
             f"{v:.1%}" for v in row["probabilities"].values()
         ]
+
+
+def test_the_chart_and_the_table_show_one_set_of_numbers(
+    app: ModuleType, client: Client, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the committed model (a gate, three triage labels): a noise picture, a cattle-coloured texture and a dot;
+    whatever each is answered, the chart's numbers are its table row's, and a refused picture shows no triage."""
+    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=models.DEFAULT_MODEL_ID))
+    rng = np.random.default_rng(4)
+    hide = tmp_path / "hide.jpg"
+    Image.fromarray(np.clip(rng.normal((120, 80, 50), 25, (240, 320, 3)), 0, 255).astype(np.uint8)).save(hide)
+    dot = tmp_path / "dot.png"
+    Image.new("RGB", (1, 1), (120, 80, 50)).save(dot)
+    for path in (files["photo"], hide, dot):
+        verdict, chart, details = client.predict(handle_file(path), api_name="/classify")
+        lines = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("|")]
+        header, row = [c.strip() for c in lines[0]], [c.strip() for c in lines[2]]
+        shown = {k: v for k, v in zip(header[2:], row[2:], strict=True) if v != "—"}
+        assert {c["label"]: f"{c['confidence']:.1%}" for c in chart["confidences"]} == shown, details
+        assert details.startswith(f"### {verdict['label']}")
+        if row[1] in ("not a cattle photo", "photo cannot be used"):
+            assert set(shown) == {"cattle"}, "no triage numbers for a picture turned away"
+    assert verdict["label"] == "Photo cannot be used: it is only 1×1 pixels — send the original photo from the camera"
 
 
 def test_classify_json_errors_are_the_pages(client: Client, files: dict[str, Path]) -> None:
@@ -166,10 +195,9 @@ def test_resident_policy_loads_once(
 
     monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(app_model)))
     loads = models.STATS.loads
-    *first, details = client.predict(handle_file(files["photo"]), api_name="/classify")
-    *second, _ = client.predict(handle_file(files["photo"]), api_name="/classify")
+    first = client.predict(handle_file(files["photo"]), api_name="/classify")
+    second = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert first == second
-    assert "(resident)" in details
     assert models.STATS.loads == loads
     assert models.STATS.last_model() is not None
 

@@ -47,7 +47,7 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def photo() -> Image.Image:
     rng = np.random.default_rng(1)
-    return Image.fromarray(rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))
+    return Image.fromarray(rng.integers(0, 255, (72, 96, 3), dtype=np.uint8))
 
 
 def test_the_model_loaded_holds_the_saved_safetensors_weights(tiny_model: Path) -> None:
@@ -251,3 +251,32 @@ def test_offload_moves_to_the_cpu_collects_and_empties_the_cuda_cache(
     monkeypatch.undo()
     assert steps == ["cpu", "gc", "empty_cache"]
     assert models.STATS.last_model() is None, "freed by the offload itself, not by a later collection"
+
+
+def _gradient(size: tuple[int, int], noise: float) -> Image.Image:
+    """A smooth brown gradient with a little sensor noise: a picture of nothing."""
+    rng = np.random.default_rng(5)
+    ramp = np.linspace(-25, 25, size[0])[None, :, None]
+    arr = np.array([120, 80, 50]) + ramp + rng.normal(0, noise, (size[1], size[0], 3))
+    return Image.fromarray(np.clip(arr, 0, 255).astype(np.uint8))
+
+
+@pytest.mark.parametrize(
+    ("picture", "why"),
+    [
+        (Image.new("RGB", (1, 1), (120, 80, 50)), "only 1×1 pixels"),
+        (Image.new("RGB", (1200, 900), "white"), "one flat colour"),
+        (Image.new("RGB", (400, 300), (120, 80, 50)), "one flat colour"),
+        (_gradient((400, 300), noise=0.5), "no detail"),
+    ],
+)
+def test_a_picture_with_nothing_to_judge_is_never_a_disease(picture: Image.Image, why: str) -> None:
+    """The committed model itself: a notifiable-first policy must not turn a blank or a dot into an alarm."""
+    case = models.PerRequestClassifier(model_id=models.DEFAULT_MODEL_ID).assess([picture])
+    assert case.verdict == models.UNUSABLE and why in case.photos[0].reason
+
+
+def test_real_looking_pictures_pass_the_usability_check(photo: Image.Image) -> None:
+    assert models.unusable_reason(photo) is None
+    assert models.unusable_reason(_gradient((400, 300), noise=12)) is None  # grainy, not blank
+    assert models.unusable_reason(photo.resize((64, 64))) is None, "64 px on the short side is the smallest"

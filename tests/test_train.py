@@ -400,7 +400,7 @@ def test_predict_json_prints_one_object_per_photo(
     assert len(good) == 10 and rows[-1]["file"] == str(broken) and "error" in rows[-1]
     for row in good:
         assert row["verdict"] in {"lumpy_skin", "normal_skin", "not_cattle", "inconclusive"}
-        assert set(row["probabilities"]) == {"lumpy_skin", "normal_skin"}
+        assert set(row["probabilities"]) == {"lumpy_skin", "normal_skin"} and row["reason"] is None
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
         assert 0.0 <= row["gate"] <= 1.0
 
@@ -415,6 +415,50 @@ POLICY = triage.Policy.from_dict(
 
 def _logits(lumpy: float, normal: float, gate: float) -> np.ndarray:
     return np.log(np.array([[lumpy, normal, gate]]))
+
+
+THREE = triage.Policy.from_dict(
+    ["lumpy_skin", "normal_skin", "fmd"], {"alerts": {"lumpy_skin": 0.3, "fmd": 0.4}, "answer_threshold": 0.8}
+)
+
+
+def test_each_notifiable_label_is_answered_from_its_own_threshold() -> None:
+    probs = np.array(
+        [[0.35, 0.60, 0.05], [0.10, 0.45, 0.45], [0.32, 0.25, 0.43], [0.05, 0.90, 0.05], [0.20, 0.70, 0.10]]
+    )
+    assert [THREE.decide(row) for row in probs] == ["lumpy_skin", "fmd", "fmd", "normal_skin", "inconclusive"]
+    assert THREE.decide_indices(probs).tolist() == [0, 2, 2, 1, -1]  # both alerts reached: the more probable
+    assert triage.Policy.from_dict(THREE.labels, THREE.to_dict()) == THREE, "the config round-trips"
+
+
+def test_an_earlier_single_alert_config_reads_as_one_alert() -> None:
+    assert POLICY.alerts == (("lumpy_skin", 0.3),) and POLICY.to_dict()["alerts"] == {"lumpy_skin": 0.3}
+
+
+def test_a_case_with_one_photo_of_each_disease_takes_the_more_probable() -> None:
+    lumpy, fmd, clear = (
+        triage.PhotoVerdict(v, dict(zip(THREE.triage_labels, p, strict=True)))
+        for v, p in (("lumpy_skin", (0.5, 0.4, 0.1)), ("fmd", (0.1, 0.2, 0.7)), ("normal_skin", (0.0, 1.0, 0.0)))
+    )
+    assert triage.case_verdict(THREE, [clear, lumpy, fmd]).verdict == "fmd"
+    assert triage.case_verdict(THREE, [clear, lumpy]).verdict == "lumpy_skin"
+    unusable = triage.PhotoVerdict(triage.UNUSABLE, clear.probabilities, reason="too small")
+    assert triage.case_verdict(THREE, [unusable]).verdict == triage.UNUSABLE
+    assert triage.case_verdict(THREE, [unusable, clear]).verdict == "normal_skin", "an unusable photo is left out"
+
+
+def test_operating_point_holds_every_alert_to_its_miss_limit() -> None:
+    rng = np.random.default_rng(3)
+    y = np.array([0] * 150 + [1] * 300 + [2] * 60)  # lumpy, normal, fmd
+    logits = np.zeros((len(y), 3))
+    logits[np.arange(len(y)), y] = 2.0
+    logits += rng.normal(0, 1.0, logits.shape)
+    plain = triage.Policy.from_dict(THREE.labels, {"alerts": {"lumpy_skin": 0.5, "fmd": 0.5}})
+    policy = train.choose_operating_point(plain, logits, y)
+    result = train.evaluate(policy, logits, y)
+    assert result["alert_missed"] <= 0.02 + 1e-9 and result["fmd_missed"] <= 0.02 + 1e-9
+    assert result["coverage"] >= 0.82
+    assert 0 < result["called_fmd"] < 0.2, "false FMD alarms are counted over the other cattle photos"
 
 
 def test_policy_verdicts() -> None:
@@ -459,12 +503,13 @@ def test_operating_point_keeps_missed_alerts_rare() -> None:
     y = np.array([0] * 200 + [1] * 100)
     logits = np.zeros((300, 2))
     logits[np.arange(300), y] = 2.0
-    logits += rng.normal(0, 1.5, logits.shape)  # ~15 % of photos on the wrong side of 0.5
+    logits += rng.normal(0, 1.0, logits.shape)  # ~8 % of photos on the wrong side of 0.5
     plain = triage.Policy.from_dict(["lumpy_skin", "normal_skin"], {"alert_label": "lumpy_skin"})
     policy = train.choose_operating_point(plain, logits, y)
     result = train.evaluate(policy, logits, y)
-    assert policy.alert_threshold < 0.5 < policy.answer_threshold
+    assert dict(policy.alerts)["lumpy_skin"] < policy.answer_threshold, "less evidence raises the alarm"
     assert result["alert_missed"] <= 0.02 + 1e-9
+    assert result["called_lumpy_skin"] <= train.FALSE_ALARM_LIMIT
     assert result["coverage"] >= 0.82
     assert train.evaluate(_replace(plain, answer_threshold=0.5), logits, y)["alert_missed"] > 0.05
 
@@ -509,12 +554,12 @@ def test_committed_default_model_loads_and_gives_triage_probabilities() -> None:
     case = models.PerRequestClassifier(model_id=str(folder)).assess([_photo("lumpy_skin", 1), _photo("breed", 2)])
     assert len(case.photos) == 2
     for photo in case.photos:
-        assert set(photo.probabilities) == {"lumpy_skin", "normal_skin"}
+        assert set(photo.probabilities) == {"lumpy_skin", "normal_skin", "fmd"}
         assert sum(photo.probabilities.values()) == pytest.approx(1.0, abs=1e-5)
-        assert photo.verdict in {"lumpy_skin", "normal_skin", "not_cattle", "inconclusive"}
+        assert photo.verdict in {"lumpy_skin", "normal_skin", "fmd", "not_cattle", "inconclusive"}
         assert 0.0 <= photo.gate <= 1.0
     policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(folder).config)
-    assert policy.gate_label == "not_cattle" and policy.alert_label == "lumpy_skin"
+    assert policy.gate_label == "not_cattle" and policy.alert_labels == ("lumpy_skin", "fmd")
     saved = AutoImageProcessor.from_pretrained(folder)
     assert image_processor().to_dict()["image_mean"] == saved.image_mean
     side = json.loads((folder / "metrics.json").read_text())["training"]["image_size"]
@@ -525,6 +570,48 @@ def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path
     config = json.loads((trained / "preprocessor_config.json").read_text())
     assert config["image_processor_type"] == "EfficientNetImageProcessorPil"
     assert type(AutoImageProcessor.from_pretrained(trained)).__name__ == "EfficientNetImageProcessorPil"
+
+
+def test_sources_come_from_the_provenance_csv_else_the_folder(data_dir: Path, tmp_path: Path) -> None:
+    csv_file = data_dir / "sources.csv"
+    csv_file.write_text("file,source_repo\nnormal_skin/normal_skin_1.png,someone/herd-photos\n")
+    data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], [data_dir / "not_cattle"], sources=csv_file)
+    named = dict(zip((f"{p.parent.name}/{p.name}" for p in data.paths), data.sources, strict=True))
+    assert named["normal_skin/normal_skin_1.png"] == "someone/herd-photos"
+    assert named["normal_skin/normal_skin_2.png"] == "normal_skin" and named["breed_x/breed_x_0.png"] == "breed_x"
+
+
+def test_a_source_is_left_out_whole_but_for_labels_only_it_has() -> None:
+    targets = np.array([0, 0, 1, 1, 1, 2, 2])
+    sources = np.array(["a", "a", "a", "b", "c", "c", "d"], dtype=object)
+    out = train.sources_to_leave_out(targets, sources)
+    assert out["a"].tolist() == [False, False, True, False, False, False, False], "label 0 exists only in a"
+    assert out["c"].tolist() == [False, False, False, False, True, True, False]
+    assert set(out) == {"a", "b", "c", "d"}
+
+
+def test_source_balance_weighs_each_source_of_a_label_alike() -> None:
+    targets = np.array([0, 0, 0, 0, 1, 1])
+    w = train.source_balance(targets, ["big", "big", "big", "small", "x", "y"])
+    assert w[:3].sum() == pytest.approx(w[3]) == pytest.approx(2.0)
+    assert w[targets == 0].mean() == pytest.approx(1.0) and w[4] == w[5] == pytest.approx(1.0)
+
+
+def test_training_reports_every_source_left_out(data_dir: Path, tmp_path: Path) -> None:
+    """Leave-one-source-out on the generated photos: each folder a source, normal skin in two of them."""
+    torch.set_num_threads(1)
+    data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], [data_dir / "not_cattle"], cattle_as="normal_skin")
+    metrics = train.train(
+        data, tmp_path / "m", views=2, folds=2, cv_repeats=1, pretrained=False, image_size=64, balance="source"
+    )
+    loso = metrics["leave_one_source_out"]
+    assert loso["sources_left_out"] == ["breed_x", "normal_skin"], "lumpy_skin, not_cattle: their label's only one"
+    assert loso["per_source"]["lumpy_skin"]["method"] == loso["per_source"]["not_cattle"]["method"] == "grouped CV"
+    assert loso["per_source"]["breed_x"] == loso["per_kind"]["breed_x"]
+    assert loso["per_source"]["breed_x"]["method"] == "source left out"
+    assert sum(g["photos"] for g in loso["per_source"].values()) == len(data.paths)
+    assert sum(sum(g["verdicts"].values()) for g in loso["per_kind"].values()) == len(data.paths)
+    assert metrics["training"]["balance"] == "source"
 
 
 def test_cattle_as_gives_breed_photos_a_triage_class(data_dir: Path) -> None:

@@ -1,0 +1,43 @@
+"""How verdicts are worded: as sure as the model is, with a notifiable disease's advice wherever one is suspected."""
+
+from __future__ import annotations
+
+from models import advice, triage
+
+LUMPY, FMD, CLEAR = "lumpy_skin", "fmd", "normal_skin"
+
+
+def _case(verdict: str, lumpy: float, clear: float, fmd: float) -> triage.CaseVerdict:
+    return triage.CaseVerdict(verdict, {LUMPY: lumpy, CLEAR: clear, FMD: fmd})
+
+
+def test_an_alarm_near_its_threshold_is_worded_as_possible_and_a_sure_one_as_likely() -> None:
+    near = advice.headline(_case(LUMPY, 0.501, 0.499, 0.0))
+    assert near == "Possible lumpy skin disease (50%) — have a veterinarian confirm"
+    assert advice.headline(_case(LUMPY, 0.93, 0.05, 0.02)).startswith("Likely lumpy skin disease (93%)")
+    assert advice.headline(_case(FMD, 0.1, 0.1, 0.8)).startswith("Likely foot-and-mouth disease")
+
+
+def test_every_suspected_notifiable_disease_gets_its_advice() -> None:
+    for verdict, disease in ((LUMPY, "Lumpy skin disease"), (FMD, "Foot-and-mouth disease")):
+        text = advice.advice(_case(verdict, 0.5, 0.2, 0.3))
+        assert f"**{disease} is a notifiable disease.**" in text
+    leaning = _case(triage.INCONCLUSIVE, 0.1, 0.35, 0.55)  # inconclusive, but FMD is the most probable
+    assert "foot-and-mouth disease not ruled out" in advice.headline(leaning)
+    assert advice.NOTIFIABLE_ADVICE[FMD] in advice.advice(leaning) and advice.RETAKE_ADVICE in advice.advice(leaning)
+
+
+def test_a_healthy_answer_says_what_to_watch_for_and_an_unsure_one_how_to_retake() -> None:
+    assert "Watch the animal" in advice.advice(_case(CLEAR, 0.02, 0.97, 0.01))
+    assert advice.headline(_case(CLEAR, 0.02, 0.97, 0.01)) == "No sign of disease seen (97%)"
+    unsure = _case(triage.INCONCLUSIVE, 0.3, 0.6, 0.1)
+    assert advice.headline(unsure) == "Inconclusive — retake the photos"
+    assert advice.advice(unsure) == advice.RETAKE_ADVICE
+
+
+def test_refused_pictures_say_why() -> None:
+    photo = triage.PhotoVerdict(triage.UNUSABLE, {LUMPY: 0.9, CLEAR: 0.1, FMD: 0.0}, reason="it is 1×1 pixels")
+    case = triage.CaseVerdict(triage.UNUSABLE, photo.probabilities, [photo])
+    assert advice.headline(case) == "Photo cannot be used: it is 1×1 pixels"
+    assert "notifiable" not in advice.advice(case)
+    assert advice.headline(_case(triage.NOT_CATTLE, 0.9, 0.1, 0.0)) == "Not a cattle photo — no triage"

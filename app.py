@@ -107,7 +107,7 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     columns = list(dict.fromkeys(k for p in case.photos for k in _numbers(p)))
     rows = "\n".join(
         f"| {name} | {advice.name(p.verdict)} | "
-        + " | ".join(f"{v:.1%}" if (v := _numbers(p).get(c)) is not None else "—" for c in columns)
+        + " | ".join(f"{v:.0%}" if (v := _numbers(p).get(c)) is not None else "—" for c in columns)
         + " |"
         for name, p in zip(names, case.photos, strict=True)
     )
@@ -269,7 +269,8 @@ def _work_dir() -> Path:
 # ---------------------------------------------------------------- layout
 CSS = """
 .report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
-#details th, #details td { overflow-wrap: normal; word-break: normal; padding: 6px 8px; }
+#details table { font-size: 0.85em; }
+#details th, #details td { overflow-wrap: normal; word-break: normal; padding: 4px 5px; }
 #details td:first-child { overflow-wrap: anywhere; }
 #details td:nth-child(n+3) { white-space: nowrap; }
 """

@@ -12,6 +12,9 @@ from models.triage import INCONCLUSIVE, NOT_CATTLE, NOTIFIABLE, UNUSABLE, CaseVe
 
 SURE = 0.8
 """From this calibrated probability on, a disease is called *likely* rather than *possible*."""
+NOT_RULED_OUT = 0.25
+"""An *inconclusive* answer names a notifiable disease (and gives its advice) from this probability on: a healthy-
+looking zebu at 46 % lumpy skin must not read as a plain "retake the photos"."""
 
 NAMES = {
     "lumpy_skin": "lumpy skin disease",
@@ -66,6 +69,11 @@ def short_name(label: str) -> str:
     return SHORT_NAMES.get(label, label.replace("_", " "))
 
 
+def percent(p: float) -> str:
+    """A probability for a headline: never 0 % or 100 %, which would read as certainty."""
+    return "over 99%" if p > 0.99 else "under 1%" if p < 0.01 else f"{p:.0%}"
+
+
 def name(label: str) -> str:
     """The words for a label or verdict."""
     return NAMES.get(label, label.replace("_", " "))
@@ -77,8 +85,8 @@ def headline(case: CaseVerdict | PhotoVerdict) -> str:
     if verdict in NOTIFIABLE:
         p = probs.get(verdict, 0.0)
         if p >= SURE:
-            return f"Likely {name(verdict)} ({p:.0%}) — call a veterinarian"
-        return f"Possible {name(verdict)} ({p:.0%}) — have a veterinarian confirm"
+            return f"Likely {name(verdict)} ({percent(p)}) — call a veterinarian"
+        return f"Possible {name(verdict)} ({percent(p)}) — have a veterinarian confirm"
     if verdict == INCONCLUSIVE:
         leaning = suspected(case)
         if leaning:
@@ -92,15 +100,13 @@ def headline(case: CaseVerdict | PhotoVerdict) -> str:
         )
         return f"Photo cannot be used: {reason}" if reason else "Photo cannot be used"
     p = probs.get(verdict, 0.0)
-    return f"No sign of disease seen ({p:.0%})" if verdict == "normal_skin" else f"{name(verdict)} ({p:.0%})"
+    return f"No sign of disease seen ({percent(p)})" if verdict == "normal_skin" else f"{name(verdict)} ({percent(p)})"
 
 
 def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
-    """The notifiable disease an inconclusive answer leans to (its most probable label), else ``None``."""
-    if not case.probabilities:
-        return None
-    top = max(case.probabilities, key=case.probabilities.get)
-    return top if top in NOTIFIABLE else None
+    """The most probable notifiable disease of an answer, if it reaches ``NOT_RULED_OUT``, else ``None``."""
+    diseases = {k: v for k, v in case.probabilities.items() if k in NOTIFIABLE and v >= NOT_RULED_OUT}
+    return max(diseases, key=diseases.get) if diseases else None
 
 
 def advice(case: CaseVerdict | PhotoVerdict) -> str:

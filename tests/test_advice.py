@@ -16,6 +16,7 @@ def test_an_alarm_near_its_threshold_is_worded_as_possible_and_a_sure_one_as_lik
     assert near == "Possible lumpy skin disease (50%) — have a veterinarian confirm"
     assert advice.headline(_case(LUMPY, 0.93, 0.05, 0.02)).startswith("Likely lumpy skin disease (93%)")
     assert advice.headline(_case(FMD, 0.1, 0.1, 0.8)).startswith("Likely foot-and-mouth disease")
+    assert advice.headline(_case(FMD, 0.0, 0.004, 0.996)).startswith("Likely foot-and-mouth disease (over 99%)")
 
 
 def test_every_suspected_notifiable_disease_gets_its_advice() -> None:
@@ -30,7 +31,10 @@ def test_every_suspected_notifiable_disease_gets_its_advice() -> None:
 def test_a_healthy_answer_says_what_to_watch_for_and_an_unsure_one_how_to_retake() -> None:
     assert "Watch the animal" in advice.advice(_case(CLEAR, 0.02, 0.97, 0.01))
     assert advice.headline(_case(CLEAR, 0.02, 0.97, 0.01)) == "No sign of disease seen (97%)"
-    unsure = _case(triage.INCONCLUSIVE, 0.3, 0.6, 0.1)
+    zebu = _case(triage.INCONCLUSIVE, 0.46, 0.54, 0.0)  # below the alarm, but not to be shrugged off
+    assert advice.headline(zebu).startswith("Inconclusive, lumpy skin disease not ruled out")
+    assert advice.NOTIFIABLE_ADVICE[LUMPY] in advice.advice(zebu)
+    unsure = _case(triage.INCONCLUSIVE, 0.2, 0.7, 0.1)
     assert advice.headline(unsure) == "Inconclusive — retake the photos"
     assert advice.advice(unsure) == advice.RETAKE_ADVICE
 

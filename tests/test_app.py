@@ -132,7 +132,7 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
     table = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("| cow")]
     for row, cells in zip(result["photos"], table, strict=True):  # each photo's own numbers, in order
         assert [c.strip() for c in cells] == [row["file"], advice.name(row["verdict"])] + [
-            f"{v:.1%}" for v in row["probabilities"].values()
+            f"{v:.0%}" for v in row["probabilities"].values()
         ]
 
 
@@ -152,7 +152,7 @@ def test_the_chart_and_the_table_show_one_set_of_numbers(
         lines = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("|")]
         header, row = [c.strip() for c in lines[0]], [c.strip() for c in lines[2]]
         shown = {k: v for k, v in zip(header[2:], row[2:], strict=True) if v != "—"}
-        assert {c["label"]: f"{c['confidence']:.1%}" for c in chart["confidences"]} == shown, details
+        assert {c["label"]: f"{c['confidence']:.0%}" for c in chart["confidences"]} == shown, details
         assert details.startswith(f"### {verdict['label']}")
         if row[1] in ("not a cattle photo", "photo cannot be used"):
             assert set(shown) == {"cattle"}, "no triage numbers for a picture turned away"

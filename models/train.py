@@ -1,6 +1,7 @@
 """Fine-tune EfficientNet-Lite0 into a cattle triage model with a cattle gate, offline, in minutes on 2 CPU cores.
 
-``python -m models.train DATA_DIR -o MODEL_DIR [--not-cattle DIR] [--classes a b] [--extra-cattle DIR ...]``
+``python -m models.train DATA_DIR -o MODEL_DIR [--not-cattle DIR ...] [--classes a b] [--extra-cattle DIR ...]
+[--cattle-as LABEL] [--sources CSV]``
 
 DATA_DIR has one sub-folder per triage class; folders named ``breed_*`` are cattle photos without a triage
 label (they teach the gate what cattle look like) unless ``--classes`` names them. With ``--not-cattle`` the
@@ -19,11 +20,14 @@ final-feature ridge head, for 5 epochs of Adam on the cached trunk outputs, held
 (about 10 s per fit).
 Why it generalises: near-duplicate photos (perceptual hash within ``--phash-distance`` bits, or pooled ImageNet
 features at a cosine of at least 0.6: zoomed, rotated and stretched copies; chained) are one group, and groups
-never straddle cross-validation folds (nor the optional ``--holdout`` split). The temperature and the verdict
-thresholds are chosen on out-of-fold predictions of grouped 20-fold cross-validation, repeated with
-``--cv-repeats`` fold draws, never on one split; the final model is then fitted on every photo, and those
-out-of-fold figures are its estimate in ``metrics.json``. Logits are averaged over the photo and its mirror
-image, in cross-validation as in inference (the policy's ``mirror``).
+never straddle cross-validation folds (nor the optional ``--holdout`` split). Beside grouped 20-fold
+cross-validation (repeated with ``--cv-repeats`` fold draws), each collection (``--sources``) is left out whole and
+predicted by a model fitted without it; the temperature and the verdict thresholds are chosen on these
+out-of-source predictions (labels only one collection has keep their grouped-CV prediction), because a user's
+photos come from a collection the model never saw. The final model is then fitted on every photo; both estimates,
+per source and per kind of photo, go to ``metrics.json``. (The measurements below predate the leave-one-source-out
+selection, FMD and the added collections; the model card has the current ones.) Logits are averaged over the
+photo and its mirror image, in cross-validation as in inference (the policy's ``mirror``).
 Why these defaults (grouped 5-fold CV on the real photos, phash groups unless said, this 2-core machine; bench
 notes in the model card):
 * groups and folds, measured last: phash at 10 bits left zoomed, rotated and stretched copies of lumpy-skin photos

@@ -102,14 +102,12 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     paths = [photo, *(more_photos or [])]
     case = _assess(paths)
     names = [Path(p).name for p in paths if p]
-    first = _numbers(case.photos[0])
-    scores = dict(sorted(first.items(), key=lambda kv: -kv[1])) if first else None
-    columns = list(dict.fromkeys(k for p in case.photos for k in _numbers(p)))
+    numbers = [_numbers(p) for p in case.photos]
+    scores = dict(sorted(numbers[0].items(), key=lambda kv: -kv[1])) if numbers[0] else None
+    columns = list(dict.fromkeys(k for n in numbers for k in n))
     rows = "\n".join(
-        f"| {name} | {advice.name(p.verdict)} | "
-        + " | ".join(f"{v:.0%}" if (v := _numbers(p).get(c)) is not None else "—" for c in columns)
-        + " |"
-        for name, p in zip(names, case.photos, strict=True)
+        f"| {name} | {advice.name(p.verdict)} | " + " | ".join(f"{n[c]:.0%}" if c in n else "—" for c in columns) + " |"
+        for name, p, n in zip(names, case.photos, numbers, strict=True)
     )
     title = advice.headline(case) + (f" (case of {len(names)} photos)" if len(names) > 1 else "")
     lines = [f"### {title}", advice.advice(case)]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,15 +19,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from browser import CHROMIUM_FLAGS, free_port
 from playwright.sync_api import expect, sync_playwright
 
 from pipeline.writer import read_manifest
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> None:
@@ -46,7 +40,7 @@ def main() -> None:
 
     import app  # the real Space, default settings
 
-    port = _free_port()
+    port = free_port()
     app.demo.launch(
         server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **app.LAUNCH_KWARGS
     )
@@ -54,7 +48,7 @@ def main() -> None:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(
                 executable_path=args.chromium,
-                args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking"],
+                args=CHROMIUM_FLAGS,
             )
             page = browser.new_page(viewport={"width": 1280, "height": 800}, accept_downloads=True)
             page.goto(app.demo.local_url)

@@ -12,23 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from browser import CHROMIUM_FLAGS, free_port
 from playwright.sync_api import expect, sync_playwright
 
 ROOT = Path(__file__).resolve().parents[1]
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run"]  # fmt: skip
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def main() -> None:
@@ -39,12 +31,12 @@ def main() -> None:
     parser.add_argument("--chromium", default=shutil.which("chromium") or "/usr/bin/chromium")
     args = parser.parse_args()
     args.output.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
+    port = free_port()
     env = os.environ | {"GRADIO_SERVER_PORT": str(port), "GRADIO_ANALYTICS_ENABLED": "False"}
     server = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=subprocess.DEVNULL)
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=args.chromium, args=FLAGS)
+            browser = playwright.chromium.launch(executable_path=args.chromium, args=CHROMIUM_FLAGS)
             context = browser.new_context(viewport={"width": args.width, "height": 844}, is_mobile=args.width < 600)
             page = context.new_page()
             for _ in range(120):  # the app imports torch and gradio first

@@ -845,11 +845,10 @@ def train(
     )
 
     sources = data.sources or [p.parent.name for p in data.paths]
-    balanced = source_balance(data.targets, sources) if balance == "source" else None
 
     def fit_on(rows: np.ndarray, run_seed: int, desc: str) -> None:
         base.load_state_dict(initial)
-        w = None if balanced is None else source_balance(data.targets[rows], [sources[i] for i in rows])
+        w = source_balance(data.targets[rows], [sources[i] for i in rows]) if balance == "source" else None
         if readout:
             readout_of = (feats[rows], slots)
             fit_head(base, head_feats[rows], data.targets[rows], gate_index, l2, l2_gate, readout_of, mid_l2_factor, w)

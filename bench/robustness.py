@@ -15,6 +15,8 @@ page itself tinted grey), a gutter shadow (a smooth darkening over 12 % of the w
 dark edge strip (a grey band along one edge),
 paper tint with lowered contrast (yellowed or greenish microfilm), ±2° rotation, JPEG at quality 30,
 down-scaling to 100 dpi, and grey vs binarized (binarized pages blurred to grey, grey pages Otsu-binarized).
+Page size: the same pixels in a PDF whose page is declared ×0.25 … ×4 its real size (archives wrap scans at
+any nominal resolution), so the 72 dpi view holds that many times the pixels each way.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ import pymupdf
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from pipeline.judges import make_judge  # noqa: E402
+from pipeline.budget import OverBudget  # noqa: E402
+from pipeline.judges import Judge, Verdict, make_judge  # noqa: E402
 from pipeline.render import render  # noqa: E402
 from pipeline.scan import find_scan  # noqa: E402
+from pipeline.worker import judge_page  # noqa: E402
 
 BOOK_DPI, PDF_DPI = 300.0, 144.0
 Perturb = Callable[[np.ndarray, float], np.ndarray]
@@ -163,6 +167,27 @@ PERTURBATIONS: dict[str, Perturb] = {
 }
 
 
+DECLARED: dict[str, float] = {f"page declared ×{s:g}": s for s in (0.25, 0.5, 2.0, 4.0)}
+"""Page-size perturbations: the declared page is ``s`` times the real one, so its 72 dpi view is ``s`` times the
+pixels each way of the real page's."""
+
+
+def declared(img: np.ndarray, dpi: float, size: float, judge: Judge) -> Verdict:
+    """The verdict on ``img`` (a scan at ``dpi``) as the pipeline gives it when the scan fills a PDF page declared
+    ``size`` times its real size: binarized pages as PNG, grey ones as JPEG (quality 90), judged by the worker's
+    own ``judge_page``, which sees the page's declared size as the pipeline does."""
+    h, w = img.shape
+    binary = np.count_nonzero((img > 5) & (img < 250)) < 0.01 * img.size
+    data = cv2.imencode(".png", img)[1] if binary else cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 90])[1]
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=w / dpi * 72 * size, height=h / dpi * 72 * size)
+        page.insert_image(page.rect, stream=data.tobytes())
+        try:
+            return judge_page(page, judge)[0]
+        except OverBudget:  # the pipeline refuses such a page (recorded as an error): nothing is kept
+            return Verdict(keep=False, score=0.0)
+
+
 def pages(data: Path) -> Iterator[tuple[str, str, np.ndarray, float]]:
     """``(name, label, grey scan, dpi)`` for every labelled page: book pages as scanned, newspaper pages drawn
     from their scan at 144 dpi. Labels: ``illustration`` is positive, ``text`` / ``target`` negative, the
@@ -194,26 +219,31 @@ def main() -> None:
     args = parser.parse_args()
     cv2.setNumThreads(1)
     judge = make_judge(args.judge)
-    chosen = {k: v for k, v in PERTURBATIONS.items() if not args.only or any(w in k for w in args.only)}
+    every: dict[str, Perturb | float] = {**PERTURBATIONS, **DECLARED}
+    chosen = {k: v for k, v in every.items() if not args.only or any(w in k for w in args.only)}
     rows = {k: {"lost": 0, "gained": 0, "wrong": 0, "zero": 0, "n": 0} for k in chosen}
     base_pos = base_neg = n_pos = 0
     t0 = time.perf_counter()
     for name, label, img, dpi in pages(args.data):
         base = judge(view(img, dpi))
+        as_declared = declared(img, dpi, 1.0, judge) if any(isinstance(p, float) for p in chosen.values()) else base
         n_pos += label == "illustration"
         base_pos += label == "illustration" and base.keep
         base_neg += label in ("text", "target") and base.keep
         for key, perturb in chosen.items():
-            v = judge(view(perturb(img, dpi), dpi))
+            if isinstance(perturb, float):  # the page's scan in a PDF page declared ``perturb`` x its size
+                v, b = declared(img, dpi, perturb, judge), as_declared
+            else:
+                v, b = judge(view(perturb(img, dpi), dpi)), base
             row = rows[key]
             row["n"] += 1
-            row["lost"] += base.keep and not v.keep
-            row["gained"] += v.keep and not base.keep
-            row["zero"] += label == "illustration" and base.score > 0.0 and v.score == 0.0
+            row["lost"] += b.keep and not v.keep
+            row["gained"] += v.keep and not b.keep
+            row["zero"] += label == "illustration" and b.score > 0.0 and v.score == 0.0
             truth = {"illustration": True, "text": False, "target": False}.get(label)
-            row["wrong"] += v.keep != base.keep and truth is not None and v.keep != truth
-            if args.flips and v.keep != base.keep:
-                print(f"  {key}: {name} ({label}) {base.score:.2f} -> {v.score:.2f}")
+            row["wrong"] += v.keep != b.keep and truth is not None and v.keep != truth
+            if args.flips and v.keep != b.keep:
+                print(f"  {key}: {name} ({label}) {b.score:.2f} -> {v.score:.2f}")
     print(
         f"\n{rows[next(iter(rows))]['n'] if rows else 0} pages ({n_pos} illustration); unperturbed: "
         f"{base_pos} illustration pages kept, {base_neg} text/target pages kept; {time.perf_counter() - t0:.0f} s"

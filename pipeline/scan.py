@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import BinaryIO, Literal
@@ -164,9 +164,12 @@ def scan_view(
     zoom: float,
     colorspace: Literal["gray", "rgb"] = "rgb",
     box: Box | None = None,
+    inspect: Callable[[np.ndarray, float], None] | None = None,
 ) -> np.ndarray:
     """The page (or ``box`` of it, page fractions) at ``zoom``, the size ``page.get_pixmap`` would give, from
-    the scan alone. A grey scan is returned grey whatever ``colorspace`` says, as the renderer does."""
+    the scan alone. A grey scan is returned grey whatever ``colorspace`` says, as the renderer does.
+    ``inspect`` is shown the decoded pixels (often up to twice the view's resolution, at no extra cost) and the
+    view's pixels per decoded pixel, before they are reduced to the view."""
     rect = page.rect
     x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
     clip = pymupdf.Rect(
@@ -185,6 +188,8 @@ def scan_view(
     region = decoded[max(0, top) : max(top + 1, bottom), max(0, left) : max(left + 1, right)]
     if region.ndim == 3 and colorspace == "gray":
         region = cv2.cvtColor(region, cv2.COLOR_RGB2GRAY)
+    if inspect is not None:
+        inspect(region, height / region.shape[0])
     # Area averaging where the scan is reduced by more than a fifth; above that, linear interpolation: as fast
     # as a copy, and nearer MuPDF's own scaler (a triangle filter) than an area resize at ratios near 1.
     shrinking = width <= 0.8 * region.shape[1] and height <= 0.8 * region.shape[0]

@@ -35,6 +35,10 @@ class Judge(Protocol):
     """The view it wants. Grey scans are always handed over grey (``HxW``), so an ``rgb`` judge accepts both."""
     threshold: float
     exact_within: float
+    real_size: bool
+    """Whether the judge measures in millimetres, so that it must see the page at its real size where the PDF
+    declares a wrong one (:mod:`pipeline.scale`); a judge of fractions or global statistics sees the page as
+    declared."""
     """Scores this close to the threshold, judged on a view decoded from the page's scan, are judged again on
     MuPDF's own drawing of the page (0: the judge is defined on any faithful view of the page)."""
 

@@ -25,6 +25,7 @@ class SigmaJudge:
     zoom: float = 2.0
     colorspace: Literal["gray", "rgb"] = "rgb"
     exact_within: float = 12.0
+    real_size: bool = False
     """σ of the decoded scan differs from σ of MuPDF's drawing by up to 1.19 on the 237 real pages
     (``bench/scan_view.py``) and 6.1 on pixel-sized synthetic noise scanned at 300 dpi (MuPDF's scaler and
     OpenCV's differ most on such noise): pages within 12 of the threshold get MuPDF's drawing, so the

@@ -526,6 +526,7 @@ class StructureJudge:
     zoom: float = 1.0
     colorspace: Literal["gray", "rgb"] = "gray"
     exact_within: float = 0.0  # defined on any faithful view: a scan's decoded view is judged as it is
+    real_size: bool = True
     name: str = "structure"
     span_mm: float = 6.0
     pitch_mm: float = 7.0

@@ -162,14 +162,16 @@ def pdf_to_dataset(
     trigger: str = Options().trigger,
     caption: str = Options().caption,
     dedupe: int = Options().dedupe,
+    min_side: int = Options().min_side,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
 ) -> Iterator[tuple[object, ...]]:
     """Run the pipeline on the uploaded PDFs and zips of PDFs as one run into one zip (CPU only).
 
     A generator, so that **Cancel** can stop it between pages: Gradio closes it, which stops the run and
     frees the queue's slot. Yields a running status after each page; the last yield is the zip, a
-    per-file summary, the score histogram, some kept images, the rejected pages nearest the threshold
-    and the report, so the threshold can be judged before downloading.
+    per-file summary, the score histogram, some kept images, the rejected pages nearest the threshold,
+    the report and the kept pictures not written (too small for ``min_side``), so the threshold and the
+    smallest picture side can be judged before downloading.
     """
     if not pdfs:
         raise _pdf_error("No PDF: upload one or more scanned PDFs (or a .zip of PDFs), then press Build dataset.")
@@ -183,6 +185,7 @@ def pdf_to_dataset(
             trigger=trigger or "",
             caption=caption or Options().caption,
             dedupe=None if dedupe is None or dedupe < 0 else int(dedupe),
+            min_side=Options().min_side if min_side is None else int(min_side),
         )
     except ValueError as exc:
         raise _pdf_error(str(exc)) from None
@@ -223,7 +226,7 @@ def pdf_to_dataset(
 
 def _status(text: str) -> tuple[object, ...]:
     """A running update: the summary box only, every other output unchanged."""
-    return gr.skip(), text, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return gr.skip(), text, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
 
 
 def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> tuple[object, ...]:
@@ -239,7 +242,11 @@ def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> t
     report = read_text(summary.output, REPORT)
     viewer = f'<iframe title="Dataset report" class="report" srcdoc="{html.escape(report)}"></iframe>'
     kept = read_images(summary.output, limit=GALLERY_LIMIT)
-    return str(summary.output), "\n".join(lines), chart, kept, rejected, viewer
+    not_written = [
+        (Image.open(io.BytesIO(picture.jpeg)), f"{picture.label} · {picture.reason}")
+        for picture in summary.not_written.pictures()
+    ]
+    return str(summary.output), "\n".join(lines), chart, kept, rejected, viewer, not_written
 
 
 def _zip_name(uploads: list[str]) -> str:
@@ -345,6 +352,16 @@ with gr.Blocks(
                     info="auto: a picture that covers less than half of its page is written alone, a plate whole",
                     elem_id="crop",
                 )
+                min_side = gr.Slider(
+                    16,
+                    2048,
+                    value=Options().min_side,
+                    step=16,
+                    precision=0,
+                    label="Smallest picture side (px)",
+                    info="a kept picture with a shorter side below this is not written (then shown under Not written)",
+                    elem_id="min-side",
+                )
                 with gr.Accordion("Output: size, fit, captions, duplicates", open=False):
                     size = gr.Slider(256, 2048, value=Options().size, step=64, label="Output size (px)", elem_id="size")
                     fit = gr.Dropdown(
@@ -396,6 +413,14 @@ with gr.Blocks(
                     object_fit="contain",
                     elem_id="rejected-gallery",
                 )
+                not_written_gallery = gr.Gallery(
+                    label="Not written: kept but too small (lower the smallest picture side and build again)",
+                    columns=4,
+                    height=240,
+                    preview=False,
+                    object_fit="contain",
+                    elem_id="not-written-gallery",
+                )
         cancelled = gr.State(False)
         with gr.Accordion("Report (report.html)", open=False):
             report = gr.HTML(elem_id="report")
@@ -426,16 +451,16 @@ with gr.Blocks(
         queue=False,
         api_visibility="private",
     )
-    results = [dataset_zip, score_chart, kept_gallery, rejected_gallery, report]
+    results = [dataset_zip, score_chart, kept_gallery, rejected_gallery, report, not_written_gallery]
     build = build_btn.click(  # the last run's results go: a cancelled run must not seem to have delivered them
-        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False, None, "", None, None, ""),
+        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False, None, "", None, None, "", None),
         outputs=[build_btn, cancel_btn, cancelled, *results],
         queue=False,
         api_visibility="private",
     ).then(
         pdf_to_dataset,
-        inputs=[pdfs, threshold, size, filter_name, fit, crop, trigger, caption, dedupe],
-        outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery, report],
+        inputs=[pdfs, threshold, size, filter_name, fit, crop, trigger, caption, dedupe, min_side],
+        outputs=[dataset_zip, summary, score_chart, kept_gallery, rejected_gallery, report, not_written_gallery],
         api_name="pdf_to_dataset",
         concurrency_limit=PDF_JOBS,
         show_progress_on=summary,  # progress (and a failure's mark) on the summary, not on every output

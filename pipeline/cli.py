@@ -239,6 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if summary.remote
             else ""
         )
+        + (f"; kept but not written: {summary.too_small_text('--min-side')}" if summary.too_small else "")
         + (f"; {summary.stopped}: rerun the same command to continue" if summary.stopped else "")
     )
     return 0

@@ -21,7 +21,7 @@ from pipeline.judges import threshold_of
 from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
 from pipeline.options import Options
-from pipeline.report import REPORT, Borderline, render_report
+from pipeline.report import REPORT, Borderline, NotWritten, render_report
 from pipeline.shards import ShardedWriter
 from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
 from pipeline.tasks import PageResult, Task
@@ -64,9 +64,13 @@ class Summary:
     seconds: float = 0.0
     duplicates: int = 0
     too_small: int = 0
+    """Pictures the judge kept that were not written: their shorter side below ``min_side``."""
+    min_side: int = 0
     threshold: float = 0.0
     borderline: Borderline | None = None
     """Thumbnails of the pages nearest the threshold, on both sides (this session's pages)."""
+    not_written: NotWritten | None = None
+    """The largest of the kept pictures not written (too small), with thumbnails and reasons (this session's)."""
     output: Path = Path()
     output_bytes: int = 0
     files: dict[Path | str, FileSummary] = dataclasses.field(default_factory=dict)
@@ -87,7 +91,7 @@ class Summary:
             f"{plural(self.errors, 'error')}, {self.warnings} with MuPDF warnings (the manifest's warning column), "
             f"{self.seconds:.1f} s."
         )
-        dropped = [f"{self.too_small} too small"] if self.too_small else []
+        dropped = [self.too_small_text("“Smallest picture side”")] if self.too_small else []
         if self.duplicates:
             dropped.append(plural(self.duplicates, "duplicate"))
         if dropped:
@@ -97,6 +101,14 @@ class Summary:
         if self.stopped:
             text += f" Incomplete: {self.stopped}."
         return text
+
+    def too_small_text(self, control: str) -> str:
+        """``5 pictures too small (shorter side below --min-side 512 px; lower it to keep them)``, ``control``
+        naming the setting as the reader knows it (the CLI's option, the Space's slider)."""
+        return (
+            f"{plural(self.too_small, 'picture')} too small "
+            f"(shorter side below {control} {self.min_side} px; lower it to keep them)"
+        )
 
 
 @dataclass
@@ -206,6 +218,7 @@ def run_pages(
         )
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
+        summary.not_written, summary.min_side = NotWritten(), options.min_side
         summary.files = {path: FileSummary() for path in pdfs}
         summary.remote = len(urls)
         duplicates = _duplicate_index(writer, options.dedupe)
@@ -218,7 +231,18 @@ def run_pages(
         complete = False
         try:
             size = _task_size(total - len(done), runner.workers)
-            plan = _plan(pdfs, counts, done, summary.borderline, size, fetcher, flow, runner.workers, progress)
+            plan = _plan(
+                pdfs,
+                counts,
+                done,
+                summary.borderline,
+                summary.not_written,
+                size,
+                fetcher,
+                flow,
+                runner.workers,
+                progress,
+            )
             for task, results in runner.run(plan, options):
                 for result in results:
                     record = _commit(writer, task, result, duplicates, captions, summary)
@@ -303,6 +327,10 @@ def _commit(
     writer.commit((task.key, record.page), record, images, texts)
     if result.thumbnail is not None and summary.borderline is not None:
         summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)
+    if summary.not_written is not None:
+        for dropped in result.dropped:
+            label = f"{record.source} p{record.page}" + (f" r{dropped.region}" if dropped.region is not None else "")
+            summary.not_written.offer(min(dropped.size), label, dropped.reason, dropped.thumbnail)
     summary.pages += record.page is not None
     file = summary.files.setdefault(task.origin or task.path, FileSummary())
     file.pages += record.page is not None
@@ -336,7 +364,12 @@ def _duplicate_index(writer: Writer, threshold: int | None) -> DuplicateIndex | 
 def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str, list[str]]:
     """The report (and optionally the kohya config) written beside the manifest at the end."""
     report = render_report(
-        list(writer.journal.rows()), summary.threshold, summary.borderline, title="Dataset report", judge=options.filter
+        list(writer.journal.rows()),
+        summary.threshold,
+        summary.borderline,
+        title="Dataset report",
+        judge=options.filter,
+        not_written=summary.not_written,
     )
     files = {REPORT: [report]}
     if options.kohya_config:
@@ -375,6 +408,7 @@ def _plan(
     counts: dict[Path, int],
     done: set,
     borderline: Borderline,
+    not_written: NotWritten,
     size: int,
     fetcher: Fetcher | None,
     flow: Flow,
@@ -383,10 +417,11 @@ def _plan(
 ) -> Iterator[Task | None]:
     """Page ranges of ``size`` pages, in input order, without the pages an earlier run committed.
 
-    Lazy: each task carries the borderline collector's state when it is handed out, so workers make
-    thumbnails only for pages that may still enter it. A remote PDF's ranges come once its copy is
-    fetched: until then, ``None`` (wait) while tasks are in flight, since the download may need the slot of
-    a file whose last pages are among them; with nothing in flight, the plan waits for the download itself.
+    Lazy: each task carries the borderline and not-written collectors' state when it is handed out, so
+    workers make thumbnails only for pages and pictures that may still enter them. A remote PDF's ranges
+    come once its copy is fetched: until then, ``None`` (wait) while tasks are in flight, since the download
+    may need the slot of a file whose last pages are among them; with nothing in flight, the plan waits for
+    the download itself.
     """
     for path, stem in zip(pdfs, _unique_stems(pdfs), strict=True):
         origin, error = "", ""
@@ -415,7 +450,7 @@ def _plan(
             fetcher.release(origin)
         for pages in ranges:
             flow.handed_out()
-            yield Task(path, stem, pages, _within(borderline), origin, error)
+            yield Task(path, stem, pages, _within(borderline), origin, error, not_written.over())
 
 
 def _within(borderline: Borderline) -> tuple[float, float]:

@@ -1,10 +1,11 @@
 """``report.html``: can a user tell in a minute whether the threshold is right?
 
-It shows the run's counts, a histogram of judge scores with the threshold marked, and thumbnails of the
-pages closest to the threshold on both sides. Everything is inline (SVG, base64 JPEG), so the file opens
-from the zip with no network and no other file. The counts and scores come from the manifest rows; the
-thumbnails from a :class:`Borderline` collector the orchestrator feeds page by page, which keeps only the
-``per_side`` pages nearest the threshold on each side, so its memory is bounded whatever the run's length.
+It shows the run's counts, a histogram of judge scores with the threshold marked, thumbnails of the
+pages closest to the threshold on both sides, and the pictures the judge kept that were not written (too
+small for ``min_side``) with why. Everything is inline (SVG, base64 JPEG), so the file opens from the zip
+with no network and no other file. The counts and scores come from the manifest rows; the thumbnails from
+a :class:`Borderline` and a :class:`NotWritten` collector the orchestrator feeds page by page, each keeping
+a bounded number, so memory is bounded whatever the run's length.
 
 Manifest columns read (missing columns count as empty, so older manifests still report):
 ``page``, ``kept``, ``score``, ``error``, ``outputs``, ``duplicates`` (``;``-separated ``name=original``
@@ -65,6 +66,18 @@ class Thumbnail:
     score: float
     kept: bool
     label: str
+    jpeg: bytes
+
+
+@dataclass(frozen=True)
+class DroppedPicture:
+    """A picture the judge kept that was not written: where it is, why, and a small JPEG of it."""
+
+    label: str
+    """``issue.pdf p12 r2`` (``r`` is its region; none for a whole page)."""
+    reason: str
+    side: int
+    """The shorter side it would have had, in pixels."""
     jpeg: bytes
 
 
@@ -143,6 +156,42 @@ class Borderline:
         return [entry[2] for entry in sorted(self._heaps[kept], key=lambda e: (-e[0], e[1]))]
 
 
+class NotWritten:
+    """The ``limit`` largest pictures kept by the judge but not written (too small), with their reasons.
+
+    :meth:`offer` counts every one (``total``); a thumbnail is kept only while it is among the ``limit``
+    largest by shorter side (the nearest to being written, those a slightly lower ``min_side`` would keep),
+    so memory is ``limit`` thumbnails of a few kB whatever the run's length.
+    """
+
+    def __init__(self, limit: int = 48) -> None:
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}")
+        self.limit, self.total = limit, 0
+        self._heap: list[tuple[int, int, DroppedPicture]] = []
+        self._order = itertools.count()
+
+    def over(self) -> int:
+        """The shorter side a picture must exceed to enter the set now, -1 while it is not full (it only
+        grows, so a worker handed this value never skips a picture that would have entered)."""
+        return self._heap[0][0] if len(self._heap) >= self.limit else -1
+
+    def offer(self, side: int, label: str, reason: str, jpeg: bytes | None) -> None:
+        """Count a picture not written; keep its thumbnail (``None``: the worker made none) if it is large enough."""
+        self.total += 1
+        if jpeg is None or side <= self.over():
+            return
+        entry = (side, -next(self._order), DroppedPicture(label, reason, side, jpeg))  # ties: the earlier stays
+        if len(self._heap) < self.limit:
+            heapq.heappush(self._heap, entry)
+        else:
+            heapq.heapreplace(self._heap, entry)
+
+    def pictures(self) -> list[DroppedPicture]:
+        """The kept thumbnails, largest first (in run order among equals)."""
+        return [entry[2] for entry in sorted(self._heap, key=lambda e: (-e[0], -e[1]))]
+
+
 THUMBNAIL_SIDE = 200
 """Longer side of the report's borderline thumbnails, in pixels."""
 
@@ -202,8 +251,10 @@ def render_report(
     borderline: Borderline | None = None,
     title: str = "Dataset report",
     judge: str = "",
+    not_written: NotWritten | None = None,
 ) -> str:
-    """The whole ``report.html`` from the manifest rows, the judge's threshold and the borderline collector."""
+    """The whole ``report.html`` from the manifest rows, the judge's threshold and the collectors of
+    borderline pages and of kept pictures not written."""
     rows = list(rows)
     counts = count(rows)
     scores = [float(row["score"]) for row in rows if row.get("score")]
@@ -240,6 +291,7 @@ def render_report(
         for kept, heading in ((False, "Rejected, nearest the threshold"), (True, "Kept, nearest the threshold")):
             figures = "".join(_figure(thumb) for thumb in borderline.thumbnails(kept)) or "<p>none</p>"
             sections.append(f"<h2>{heading}</h2><div class='{'kept' if kept else 'rejected'}'>{figures}</div>")
+    sections.append(_not_written_section(counts.too_small, not_written))
     sections.append("</body></html>")
     return "\n".join(sections) + "\n"
 
@@ -250,6 +302,31 @@ def _figure(thumb: Thumbnail) -> str:
     return (
         f'<figure><img class="thumbnail" alt="{label}" src="data:image/jpeg;base64,{data}">'
         f"<figcaption>{label}<br>score {thumb.score:.4g}</figcaption></figure>"
+    )
+
+
+def _not_written_section(total: int, not_written: NotWritten | None) -> str:
+    """Kept pictures not written: how many (from the manifest, so a resumed run's too), and the largest shown."""
+    pictures = not_written.pictures() if not_written is not None else []
+    if not total:
+        text = "None: no kept picture was too small to write."
+    else:
+        text = (
+            f"{total} picture{'s' * (total != 1)} kept by the judge {'was' if total == 1 else 'were'} not written: "
+            "too small, the shorter side below the minimum side (<code>--min-side</code>, in the Space "
+            "<i>Smallest picture side</i>); lower it to keep them. The manifest's <code>too_small</code> column "
+            "names each one."
+        )
+    if pictures:
+        text += " Shown: " + ("all of them." if len(pictures) == total else f"the {len(pictures)} largest.")
+    figures = "".join(
+        f'<figure><img class="thumbnail" alt="{html.escape(p.label)}" '
+        f'src="data:image/jpeg;base64,{base64.b64encode(p.jpeg).decode("ascii")}">'
+        f"<figcaption>{html.escape(p.label)}<br>{html.escape(p.reason)}</figcaption></figure>"
+        for p in pictures
+    )
+    return (
+        f"<h2>Kept pictures not written</h2><p class='not-written'>{text}</p><div class='not-written'>{figures}</div>"
     )
 
 

@@ -31,6 +31,9 @@ class Task:
     """The URL a fetched file came from (``path`` is then its local copy), empty for a local file."""
     error: str = ""
     """Why the file could not even be fetched: the worker records it instead of opening ``path``."""
+    dropped_over: int = -1
+    """Shorter side (px) a region dropped as too small must exceed for the worker to make its thumbnail: the
+    report's collector of such regions holds only larger ones once full (-1: every one)."""
 
     @property
     def key(self) -> str:
@@ -55,13 +58,31 @@ class PageImage:
     """Its keypoints, to find it again under another box (``None`` when deduplication is off)."""
 
 
+@dataclass(frozen=True)
+class DroppedImage:
+    """A picture the judge kept that was not written (too small), and why, for the report and the Space."""
+
+    name: str
+    """The image name it would have had (also in the manifest's ``too_small``)."""
+    region: int | None
+    """Its region number on the page, ``None`` for the whole page."""
+    size: tuple[int, int]
+    """``(width, height)`` in pixels it would have had at the scan's resolution."""
+    reason: str
+    """``too small: 180×95 px < min side 256``."""
+    thumbnail: bytes | None = None
+    """A small JPEG of it, from the judge's view (``None`` when the report would not keep it)."""
+
+
 @dataclass
 class PageResult:
-    """A page's manifest record, its images, and a thumbnail when it may be a borderline page."""
+    """A page's manifest record, its images, the kept pictures not written, and a thumbnail when it may be a
+    borderline page."""
 
     record: PageRecord
     images: list[PageImage] = field(default_factory=list)
     thumbnail: bytes | None = None
+    dropped: list[DroppedImage] = field(default_factory=list)
 
 
 def crashed(task: Task, how: str) -> list[PageResult]:

@@ -4,9 +4,11 @@ opens the PDF by path itself."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -22,9 +24,10 @@ from pipeline.names import safe_text
 from pipeline.options import AUTO_CROP_COVERAGE, Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
-from pipeline.scan import Scan, decoder_warnings, find_scan
+from pipeline.scale import line_pitch, true_zoom
+from pipeline.scan import Scan, decoder_warnings, find_scan, scan_view
 from pipeline.source import PdfError, open_pdf
-from pipeline.tasks import PageImage, PageResult, Task
+from pipeline.tasks import DroppedImage, PageImage, PageResult, Task
 from pipeline.words import words_near
 
 # MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
@@ -81,14 +84,14 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
     decoder_warnings()  # forget an earlier page's
     try:
         page = doc.load_page(index)
-        verdict, view, scan, gray = judge_page(page, judge)
+        verdict, view, view_zoom, scan, gray = judge_page(page, judge)
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(_shrunk(view, 2 * THUMBNAIL_SIDE))
         if verdict.keep:
             boxes = verdict.boxes if _crops(options.crop, verdict.boxes) else ()
-            result.images = _outputs(page, scan, view, gray, judge, boxes, options, task, record)
+            result.images, result.dropped = _outputs(page, scan, view, view_zoom, gray, boxes, options, task, record)
         record.warning = _page_warnings(doc)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
@@ -97,59 +100,91 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         return PageResult(record)
 
 
-def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, Scan | None, bool]:
-    """The judge's verdict from the cheapest faithful view of ``page``; also the view, the page's scan (if it
-    is one) and whether it is grey, for rendering what is kept."""
+def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, float, Scan | None, bool]:
+    """The judge's verdict from the cheapest faithful view of ``page``; also the view, the zoom (of the
+    declared page) it was drawn at, the page's scan (if it is one) and whether it is grey, for rendering what
+    is kept."""
     check_page(page, judge.zoom)  # before anything is decoded or drawn
     scan = find_scan(page)
     gray = scan.gray if scan is not None else is_grayscale(page)
     # A grey scan rendered in RGB is three equal channels: render it grey (a third of the work); judges
     # that ask for RGB accept a grey view, and their grey conversion of it is the identity.
     colorspace = "gray" if gray else judge.colorspace
-    view = render(page, judge.zoom, colorspace, scan=scan)
+    view, zoom = judge_view(page, scan, judge, colorspace)
     verdict = judge(view)
     if scan is not None and abs(verdict.score - judge.threshold) < judge.exact_within:
         del view  # before MuPDF draws the page: two page-sized views at once are the worker's peak
-        view = render(page, judge.zoom, colorspace)  # too close to call on the decoded scan: MuPDF's drawing
+        view = render(page, zoom, colorspace)  # too close to call on the decoded scan: MuPDF's drawing
         verdict = judge(view)
-    return verdict, view, scan, gray
+    return verdict, view, zoom, scan, gray
+
+
+def judge_view(
+    page: pymupdf.Page, scan: Scan | None, judge: Judge, colorspace: Literal["gray", "rgb"]
+) -> tuple[np.ndarray, float]:
+    """The view ``judge`` asks for and the zoom of the declared page it is drawn at: ``judge.zoom``, or for a
+    judge that measures in millimetres (``judge.real_size``) the zoom that shows the page at its real size
+    when its text says the declared size is wrong (:mod:`pipeline.scale`). A scan's text is measured on its
+    decoded pixels (often finer than the view) before they are reduced, so no second decode is needed unless
+    the page must be drawn again."""
+    pitches: list[float | None] = []
+
+    def measure(pixels: np.ndarray, view_per_pixel: float) -> None:
+        pitch = line_pitch(pixels)
+        pitches.append(pitch * view_per_pixel if pitch is not None else None)
+
+    if scan is not None:
+        view = scan_view(page, scan, judge.zoom, colorspace, inspect=measure if judge.real_size else None)
+    else:
+        view = render(page, judge.zoom, colorspace)
+    if not judge.real_size:
+        return view, judge.zoom
+    zoom = true_zoom(pitches[0] if pitches else line_pitch(view), judge.zoom)
+    if zoom != judge.zoom:
+        check_page(page, zoom)
+        del view
+        view = render(page, zoom, colorspace, scan=scan)
+    return view, zoom
 
 
 def _outputs(
     page: pymupdf.Page,
     scan: Scan | None,
     view: np.ndarray,
+    view_zoom: float,
     gray: bool,
-    judge: Judge,
     boxes: Sequence[Box],
     options: Options,
     task: Task,
     record: PageRecord,
-) -> list[PageImage]:
-    """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels."""
+) -> tuple[list[PageImage], list[DroppedImage]]:
+    """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels;
+    the regions too small to write are returned apart, with why and (maybe) a thumbnail from ``view``."""
     spec, native = _fit_spec(options), native_zoom(page)
-    images = []
+    images, dropped = [], []
     regions: Sequence[Box | None] = boxes or (None,)
     for number, box in enumerate(regions, start=1):
         name = f"{task.stem}_p{record.page:04d}" + (f"_r{number}" if box is not None else "") + ".jpg"
         x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
         width, height = page.rect.width * (x1 - x0) * native, page.rect.height * (y1 - y0) * native
+        region = number if box is not None else None
         try:
             zoom = native * render_scale(width, height, spec)
         except TooSmall:
             record.too_small.append(name)
+            dropped.append(_dropped(name, region, box, (round(width), round(height)), spec, view, task))
             continue
         check_view(page.rect.width * (x1 - x0) * zoom, page.rect.height * (y1 - y0) * zoom, "the image to write")
-        reusable = box is None and judge.zoom >= zoom and (view.ndim == 3 or gray)
+        reusable = box is None and view_zoom >= zoom and (view.ndim == 3 or gray)
         image = view if reusable else render(page, zoom, "gray" if gray else "rgb", box, scan)
         try:
             fitted = fit(image, spec)
         except TooSmall:
             record.too_small.append(name)
+            dropped.append(_dropped(name, region, box, (image.shape[1], image.shape[0]), spec, view, task))
             continue
         picture = fitted.image.convert("RGB")
         data = encode_jpeg(picture, options.quality)
-        region = number if box is not None else None
         words = words_near(page, (box,) if box is not None else record.boxes) if _wants_words(options) else ""
         features = local_features(picture) if options.dedupe is not None else None
         images.append(
@@ -157,7 +192,29 @@ def _outputs(
                 name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region, words, features
             )
         )
-    return images
+    return images, dropped
+
+
+def _dropped(
+    name: str, region: int | None, box: Box | None, size: tuple[int, int], spec: Fit, view: np.ndarray, task: Task
+) -> DroppedImage:
+    """A region too small to write: the size it would have had, why, and a thumbnail cut from the judge's
+    view when the report's collector may keep it (a few kB; ``view`` is cropped without a copy)."""
+    reason = f"too small: {size[0]}×{size[1]} px < min side {spec.min_side}"
+    thumbnail = None
+    if min(size) > task.dropped_over:
+        thumbnail = thumbnail_jpeg(_shrunk(_crop(view, box), 2 * THUMBNAIL_SIDE))
+    return DroppedImage(name, region, size, reason, thumbnail)
+
+
+def _crop(view: np.ndarray, box: Box | None) -> np.ndarray:
+    """The part of ``view`` under ``box`` (page fractions), at least one pixel; a view, not a copy."""
+    if box is None:
+        return view
+    height, width = view.shape[:2]
+    x0, y0, x1, y1 = box
+    left, top = min(int(x0 * width), width - 1), min(int(y0 * height), height - 1)
+    return view[top : max(top + 1, math.ceil(y1 * height)), left : max(left + 1, math.ceil(x1 * width))]
 
 
 WARNING_CHARS = 300

@@ -74,6 +74,7 @@ def test_api_names_and_defaults(client: Client) -> None:
         "trigger": cli.trigger,
         "caption": cli.caption,
         "dedupe": cli.dedupe,
+        "min_side": cli.min_side,  # added last: calls made before it existed still work
     }
 
 
@@ -208,7 +209,7 @@ def _manifest(zip_path: str) -> list[dict[str, str]]:
 
 
 def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
-    zip_path, summary, chart, gallery, rejected, report = client.predict(
+    zip_path, summary, chart, gallery, rejected, report, not_written = client.predict(
         pdfs=[handle_file(files["pdf"])],  # sigma pinned: a noise picture vs a few text lines is its textbook case
         threshold="40",
         size=256,
@@ -230,6 +231,32 @@ def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     assert "<svg" in chart and "threshold 40" in chart
     assert len(rejected) == 1 and "p2" in rejected[0]["caption"]
     assert report.startswith("<iframe") and "Dataset report" in report and "threshold 40" in report
+    assert not not_written and "Kept pictures not written" in report
+
+
+def test_the_smallest_picture_side_decides_what_is_written(client: Client, tmp_path: Path) -> None:
+    """Above the kept picture's shorter side it is shown as not written, with why; lowered, it is written."""
+    pdf = pdf_from_images(tmp_path / "cut.pdf", [mixed_page(800, 1100, seed=1)])
+    zip_path, summary, _, kept, _, report, not_written = client.predict(
+        [handle_file(pdf)], crop="always", min_side=1024, api_name="/pdf_to_dataset"
+    )
+    assert [(r["kept"], r["outputs"], r["too_small"]) for r in _manifest(zip_path)] == [
+        ("true", "", "cut_p0001_r1.jpg")
+    ]
+    assert not kept
+    assert "Kept but not written: 1 picture too small (shorter side below “Smallest picture side” 1024 px" in summary
+    (dropped,) = not_written
+    assert dropped["caption"].startswith("cut.pdf p1 r1 · too small: ")
+    assert dropped["caption"].endswith(" px < min side 1024")
+    with Image.open(dropped["image"]) as thumbnail:
+        assert max(thumbnail.size) == 200
+    assert "1 picture kept by the judge was not written" in report
+
+    zip_path, summary, _, kept, _, _, not_written = client.predict(
+        [handle_file(pdf)], crop="always", min_side=256, api_name="/pdf_to_dataset"
+    )
+    assert [r["outputs"] for r in _manifest(zip_path)] == ["cut_p0001_r1.jpg"]
+    assert len(kept) == 1 and not not_written and "not written" not in summary
 
 
 def test_pdf_to_dataset_defaults_are_the_clis(client: Client, tmp_path: Path) -> None:

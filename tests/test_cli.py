@@ -77,3 +77,18 @@ def test_cli_limits(tmp_path: Path) -> None:
     assert stopped.returncode == 0, stopped.stderr
     assert "stopped after the time budget of 0 s" in stopped.stdout and "rerun the same command" in stopped.stdout
     assert (tmp_path / "out.zip.progress").exists()
+
+
+def test_cli_summary_says_how_many_kept_pictures_were_not_written_and_why(tmp_path: Path) -> None:
+    pdf_from_images(tmp_path / "scan.pdf", [engraving(400, 500), text_page(ink=0.05)])
+    result = _cli(
+        tmp_path / "scan.pdf", "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--threshold", "45", "--min-side", "600"
+    )
+    assert result.returncode == 0, result.stderr
+    line = result.stdout.strip().splitlines()[-1]
+    assert line.startswith("2 pages, 1 kept (0 images, 0 duplicates and 1 too small dropped), 0 errors"), line
+    assert line.endswith(
+        "; kept but not written: 1 picture too small (shorter side below --min-side 600 px; lower it to keep them)"
+    ), line
+    lower = _cli(tmp_path / "scan.pdf", "-o", tmp_path / "low.zip", *ARTICLE_CLI, "--threshold", "45", "--size", "64")
+    assert "not written" not in lower.stdout and "1 kept (1 images" in lower.stdout

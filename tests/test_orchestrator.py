@@ -1,5 +1,7 @@
+import base64
 import csv
 import io
+import re
 import zipfile
 from pathlib import Path
 
@@ -23,6 +25,8 @@ from PIL import Image
 from pipeline import NothingToDo, Options, run, run_pages
 from pipeline.judges.sigma import SigmaJudge
 from pipeline.orchestrator import PAGES_PER_TASK, _task_size
+from pipeline.tasks import Task
+from pipeline.worker import process_task
 
 
 def _read(zip_path: Path) -> tuple[list[dict[str, str]], zipfile.ZipFile]:
@@ -243,3 +247,54 @@ def test_crop_auto_writes_a_small_picture_alone_and_a_plate_whole(tmp_path: Path
 def test_crop_refuses_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="crop must be one of auto, always, never"):
         Options(crop="sometimes")
+
+
+def test_a_kept_picture_below_min_side_is_reported_not_written(tmp_path: Path) -> None:
+    """The judge keeps the engraving (680×493 px at the scan's resolution), --min-side 512 drops it: the manifest,
+    the summary and the report say which, why, with its thumbnail; a lower floor writes it."""
+    pdf = pdf_from_images(tmp_path / "cut.pdf", [mixed_page(800, 1100, seed=1)], dpi=150)
+    summary = run([pdf], tmp_path / "out.zip", Options(crop="always", min_side=512))
+    rows, archive = _read(tmp_path / "out.zip")
+    assert [(r["kept"], r["outputs"], r["too_small"]) for r in rows] == [("true", "", "cut_p0001_r1.jpg")]
+    assert (summary.kept, summary.images, summary.too_small, summary.min_side) == (1, 0, 1, 512)
+    assert "Kept but not written: 1 picture too small (shorter side below “Smallest picture side” 512 px; lower it" in (
+        summary.describe()
+    )
+    (dropped,) = summary.not_written.pictures()
+    assert dropped.label == "cut.pdf p1 r1" and summary.not_written.total == 1
+    width, height = (int(n) for n in re.fullmatch(r"too small: (\d+)×(\d+) px < min side 512", dropped.reason).groups())
+    assert abs(width - 680) <= 16 and abs(height - 493) <= 16 and dropped.side == height  # the box, not the page
+    with Image.open(io.BytesIO(dropped.jpeg)) as thumbnail:
+        assert max(thumbnail.size) == 200 and thumbnail.size[0] > thumbnail.size[1], "the region, not the page"
+    report = archive.read("report.html").decode().split("<h2>Kept pictures not written</h2>", 1)[1]
+    assert report.startswith("<p class='not-written'>1 picture kept by the judge was not written")
+    assert f"cut.pdf p1 r1<br>{dropped.reason.replace('<', '&lt;')}</figcaption>" in report
+    assert base64.b64encode(dropped.jpeg).decode() in report
+
+    lower = run([pdf], tmp_path / "low.zip", Options(crop="always", min_side=256))
+    assert (lower.images, lower.too_small, lower.not_written.pictures()) == (1, 0, [])
+    assert "not written" not in lower.describe()
+
+
+def test_workers_make_thumbnails_only_of_pictures_the_report_may_keep(tmp_path: Path) -> None:
+    """A task says how large a dropped picture must be to enter the report's full collector: a smaller one
+    is still reported (name, reason), without a thumbnail."""
+    pdf = pdf_from_images(tmp_path / "cut.pdf", [mixed_page(800, 1100, seed=1)], dpi=150)
+    options = Options(crop="always", min_side=1024)
+    for over, has_thumbnail in ((-1, True), (10_000, False)):
+        (result,) = process_task(Task(pdf, "cut", (0,), dropped_over=over), options)
+        (dropped,) = result.dropped
+        assert dropped.name == "cut_p0001_r1.jpg" and dropped.region == 1
+        assert dropped.reason.startswith("too small: ") and dropped.reason.endswith(" px < min side 1024")
+        assert (dropped.thumbnail is not None) == has_thumbnail
+        assert result.record.too_small == ["cut_p0001_r1.jpg"]
+
+
+def test_a_sharded_run_reports_the_pictures_not_written(tmp_path: Path) -> None:
+    pages = [mixed_page(800, 1100, seed=s) for s in (1, 2)]
+    pdf = pdf_from_images(tmp_path / "cut.pdf", pages, dpi=150)
+    summary = run([pdf], tmp_path / "out.zip", Options(crop="always", dedupe=None), shard_size=1)
+    assert summary.too_small == 2
+    report = (tmp_path / "out.report.html").read_text().split("<h2>Kept pictures not written</h2>", 1)[1]
+    assert report.startswith("<p class='not-written'>2 pictures kept by the judge were not written")
+    assert report.count('<img class="thumbnail"') == 2 and "cut.pdf p2 r1<br>too small: " in report

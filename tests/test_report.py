@@ -7,7 +7,16 @@ import pytest
 from factories import engraving, text_page
 from PIL import Image
 
-from pipeline.report import Borderline, Counts, count, histogram, histogram_svg, render_report
+from pipeline.report import (
+    Borderline,
+    Counts,
+    NotWritten,
+    count,
+    histogram,
+    histogram_svg,
+    render_report,
+    thumbnail_jpeg,
+)
 
 
 def _rows() -> list[dict[str, str]]:
@@ -103,3 +112,33 @@ def test_histogram_svg_scales_to_its_column_and_keeps_the_threshold_label_inside
     label = re.search(r'<text x="([\d.]+)"[^>]*text-anchor="(\w+)">threshold 0.5<', svg)
     assert label is not None and label.group(2) == "end", "a label at the right edge is drawn leftwards"
     assert float(label.group(1)) <= 480
+
+
+def test_not_written_counts_every_picture_and_keeps_the_largest() -> None:
+    collector = NotWritten(limit=3)
+    jpeg = thumbnail_jpeg(engraving(60, 40), side=32)
+    assert collector.over() == -1
+    for number, side in enumerate([100, 300, 50, 300, 200, 400, 10], start=1):
+        collector.offer(side, f"a.pdf p{number}", f"too small: {side}×{side} px < min side 512", jpeg)
+    collector.offer(450, "a.pdf p8", "too small", None)  # the worker made no thumbnail: counted only
+    assert collector.total == 8
+    assert [p.label for p in collector.pictures()] == ["a.pdf p6", "a.pdf p2", "a.pdf p4"]  # ties: run order
+    assert collector.over() == 300, "a worker need not make thumbnails of pictures no larger than this"
+    with pytest.raises(ValueError, match="limit"):
+        NotWritten(limit=0)
+
+
+def test_report_lists_the_kept_pictures_not_written_with_their_reason_and_thumbnail() -> None:
+    collector = NotWritten()
+    collector.offer(95, "b.pdf p2 r1", "too small: 180×95 px < min side 256", thumbnail_jpeg(engraving(180, 95)))
+    text = render_report(_rows(), threshold=45.0, not_written=collector)
+    section = text.split("<h2>Kept pictures not written</h2>", 1)[1]
+    assert section.startswith("<p class='not-written'>1 picture kept by the judge was not written: too small")
+    assert "b.pdf p2 r1<br>too small: 180×95 px &lt; min side 256</figcaption>" in section
+    (data,) = re.findall(
+        r'<img class="thumbnail" alt="b.pdf p2 r1" src="data:image/jpeg;base64,([A-Za-z0-9+/=]+)"', section
+    )
+    with Image.open(io.BytesIO(base64.b64decode(data))) as image:
+        assert image.format == "JPEG" and image.size == (180, 95)
+    plain = render_report([row for row in _rows() if not row.get("too_small")], threshold=45.0)
+    assert "<h2>Kept pictures not written</h2><p class='not-written'>None" in plain, "the section is always there"

@@ -28,6 +28,10 @@ STRIPS = 12
 """Vertical strips whose row profiles are measured: a few per text column on any page."""
 LEADING = 0.2
 """A cell's lightest row holds at most this share of its darkest row's ink: the leading between lines."""
+LINED = 0.3
+"""Share of a region's inked cells with regular lines that makes it text."""
+SAMPLES = 24
+"""Columns sampled per strip for its row profile."""
 BLOCKS = 8
 """Each strip is measured in this many blocks of rows."""
 MIN_CELLS = 6
@@ -41,23 +45,45 @@ AGREEING = 0.5
 evidence when the rest of the page says otherwise."""
 
 
-def line_pitch(image: np.ndarray) -> float | None:
+def line_pitch(image: np.ndarray, blocks: int = 0) -> float | None:
     """The distance in pixels between lines of text on ``image`` (grey or RGB), or ``None`` when it shows no
     regular lines. The page is cut into :data:`STRIPS` x :data:`BLOCKS` cells (a text block is regular, a
     whole column of headlines, ads and rules is not); each cell's row profile gives its first strong
     autocorrelation peak past the first negative lobe (below it the profile still overlaps itself), and the
-    mean of the cells that agree with their median is the pitch. One area resize and a small FFT: a few ms."""
-    h = image.shape[0]
-    rows = h // BLOCKS
-    if rows < 4 * MIN_PERIOD_PX or image.shape[1] < STRIPS:
+    mean of the cells that agree with their median is the pitch. One area resize and a small FFT: a few ms.
+    ``blocks``: blocks per strip instead of :data:`BLOCKS` (a region of a page: fewer, so that each still
+    spans several lines)."""
+    periods, _cells = _cell_periods(image, blocks or BLOCKS)
+    if periods.size < MIN_CELLS:
         return None
-    # whole strips only: an exact area reduction by an integer factor takes cv2's fast path
-    w = image.shape[1] - image.shape[1] % STRIPS
-    profiles = cv2.resize(image[:, :w], (STRIPS, h), interpolation=cv2.INTER_AREA).astype(np.float32)
+    median = float(np.median(periods))
+    agree = periods[np.abs(periods - median) <= 0.15 * median]
+    return float(agree.mean()) if agree.size >= AGREEING * periods.size else None
+
+
+def has_lines(image: np.ndarray, blocks: int = 0) -> bool:
+    """Whether ``image`` shows lines of type, of one size or several (body text and footnotes): enough of its
+    inked cells (see :func:`line_pitch`) repeat their rows regularly, whatever the period."""
+    periods, cells = _cell_periods(image, blocks or BLOCKS)
+    return periods.size >= max(MIN_CELLS, LINED * cells)
+
+
+def _cell_periods(image: np.ndarray, blocks: int) -> tuple[np.ndarray, int]:
+    """The row period (pixels) of each cell of ``image`` with regular lines, and how many cells hold ink."""
+    h = image.shape[0]
+    rows = h // blocks
+    if rows < 4 * MIN_PERIOD_PX or image.shape[1] < STRIPS:
+        return np.zeros(0, np.int64), 0
+    # every few columns of whole strips (a strip's mean needs no more), then an exact area reduction by an
+    # integer factor, which takes cv2's fast path
+    step = max(1, image.shape[1] // (STRIPS * SAMPLES))
+    sampled = np.ascontiguousarray(image[:, ::step])
+    w = sampled.shape[1] - sampled.shape[1] % STRIPS
+    profiles = cv2.resize(sampled[:, :w], (STRIPS, h), interpolation=cv2.INTER_AREA).astype(np.float32)
     if profiles.ndim == 3:
         profiles = profiles.mean(axis=2)
     # one column per cell: BLOCKS runs of ``rows`` rows in each strip
-    cells = profiles[: rows * BLOCKS].reshape(BLOCKS, rows, STRIPS).transpose(1, 0, 2).reshape(rows, -1)
+    cells = profiles[: rows * blocks].reshape(blocks, rows, STRIPS).transpose(1, 0, 2).reshape(rows, -1)
     # lines of type have leading: some row of a cell is (nearly) paper, however dense the lines; hatching,
     # screens and tone put ink in every row
     ink = profiles.max() - cells
@@ -77,11 +103,7 @@ def line_pitch(image: np.ndarray) -> float | None:
     peak[1:-1] = (seg[1:-1] >= seg[:-2]) & (seg[1:-1] >= seg[2:]) & (seg[1:-1] >= 0.7 * top)
     found = peak.any(axis=0) & negative.any(axis=0) & (top >= MIN_PEAK)
     periods = np.argmax(peak, axis=0)[found]
-    if len(periods) < MIN_CELLS:
-        return None
-    median = float(np.median(periods))
-    agree = periods[np.abs(periods - median) <= 0.15 * median]
-    return float(agree.mean()) if agree.size >= AGREEING * periods.size else None
+    return periods, int(np.count_nonzero(corr[0] > 1.0 * rows))
 
 
 def true_zoom(pitch_px: float | None, zoom: float) -> float:

@@ -43,13 +43,15 @@ import itertools
 import math
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import cv2
 import numpy as np
 
 from pipeline.judges.base import Box, Verdict
+from pipeline.judges.sheet import SheetFinder
+from pipeline.scale import has_lines
 
 MM_PER_INCH = 25.4
 
@@ -555,6 +557,8 @@ class StructureJudge:
     line_span_mm: float = 20.0
     type_mm: float = 25.0
     leading_ink: float = 0.01
+    held: float = 0.3
+    sheet: SheetFinder = field(default_factory=SheetFinder)
 
     @property
     def dpi(self) -> float:
@@ -562,7 +566,43 @@ class StructureJudge:
 
     def regions(self, view: np.ndarray) -> tuple[list[Region], float]:
         """All candidate regions with their scores (boxes as fractions of ``view``), and the page's dark
-        fraction (for diagnosis).
+        fraction (for diagnosis): printed pictures (:meth:`printed`), and where none is found on a page without
+        lines of text, the pictures on its sheet (:mod:`.sheet`)."""
+        found, dark = self.printed(view)
+        gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
+        if any(r.score >= self.threshold for r in found):
+            found = self._off_the_edge(found, gray)
+        if not any(r.score >= self.threshold for r in found) and not has_lines(gray):
+            found += [Region(s.box, s.area, 0.0, s.score) for s in self.sheet(view)]
+        return found, dark
+
+    def _off_the_edge(self, regions: list[Region], gray: np.ndarray) -> list[Region]:
+        """``regions``, those mostly made of smooth tone that comes in from the view's edge scored 0: a hand or
+        fingers holding the page, over text or beside it (print is ink or paper at this scale, however fine
+        its hatching; a halftone photograph's flat grey lies inside the page). Only pages with a kept region
+        pay for this."""
+        h, w = gray.shape
+        page = gray.astype(np.float32)
+        mean = cv2.blur(page, (3, 3))
+        std = cv2.sqrt(cv2.max(cv2.blur(page * page, (3, 3)) - mean * mean, 0.0))
+        paper = _percentiles(gray[:: max(1, h // 256), :: max(1, w // 256)], [95])[0]
+        tone = (gray < paper - 30).view(np.uint8)
+        smooth = (tone & (std < 6).view(np.uint8)).astype(np.uint8)
+        n, labels = cv2.connectedComponents(cv2.morphologyEx(smooth, cv2.MORPH_CLOSE, _rect(3, 3)), connectivity=8)
+        outside = np.zeros(n, bool)
+        for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
+            outside[edge] = True
+        outside[0] = False
+        out = []
+        for r in regions:
+            x0, y0, x1, y1 = (round(v * s) for v, s in zip(r.box, (w, h, w, h), strict=True))
+            inked = max(1, cv2.countNonZero(tone[y0:y1, x0:x1]))
+            share = np.count_nonzero(outside[labels[y0:y1, x0:x1]] & (smooth[y0:y1, x0:x1] > 0)) / inked
+            out.append(replace(r, score=0.0) if share >= self.held else r)
+        return out
+
+    def printed(self, view: np.ndarray) -> tuple[list[Region], float]:
+        """Printed pictures: regions found by the layout of ink (the module's docstring).
 
         A page scanned on a black scanner bed or microfilm frame is judged inside its frame: the frame is
         runs of mostly-dark rows and columns from the view's edges, and the page within is cropped and judged

@@ -1,0 +1,183 @@
+"""Pictures that are the page: a plate, a drawing on its sheet, photographs on an album's mount.
+
+Such a page has no text for the structure judge's texture measure to stand out from, and often not the ink the
+measure expects: a photograph is continuous tone, a watercolour is colour washes, a pencil sheet is faint grey,
+and a dark album card is darker than any print. What it has is a **sheet**: paper or card of one tone around the
+picture, out to the page's edge. So the sheet's tone is read from the page's outer band, everything that
+differs from it is content, and each connected piece of content, closed over its light parts, is a candidate
+with its own box (one per mounted photograph: the card between them separates them).
+
+A candidate is a picture when it is large (``ref_area`` of the page at score 0.5), carries tone (``spread``;
+a stamp, a mount window or a grey patch is flat), lies off the page's edge (hands holding the page, fore-edges,
+page curl and the table around a photographed book come in from it; mounted pictures have margins) and is not
+text (regular lines, :func:`pipeline.scale.has_lines`: a
+page of text on a dark table is a component too, as is a verso's bleed-through). A calibration target is
+made of patches, steps and bars: its edges run straight across it (``ruled``). Every measure is a fraction of the page or of the candidate, so the
+decision does not depend on the page's declared size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from pipeline.judges.base import Box
+from pipeline.scale import has_lines
+
+SIDE = 320
+"""The page is measured at this many pixels on its longer side (fractions of the page need no more)."""
+
+
+@dataclass(frozen=True)
+class SheetRegion:
+    """A piece of content on the sheet, with the evidence its score is built from."""
+
+    box: Box
+    area: float
+    """Box area as a fraction of the page."""
+    fill: float
+    """Share of its box that differs from the sheet: a stroke or a few marks across a large box are no picture."""
+    spread: float
+    """Standard deviation of its tones (grey levels): a stamp, a card window or a patch of colour is flat."""
+    ruled: float
+    """Share of its tone edges on straight runs across it (step wedges, bars, colour patches, rulers): a
+    calibration target is made of them, a picture is not."""
+    text: bool
+    """Its content shows regular lines of type."""
+    score: float
+
+
+@dataclass(frozen=True)
+class SheetFinder:
+    """Find pictures on a sheet (see the module's docstring); ``__call__`` returns candidates with scores."""
+
+    ref_area: float = 0.06
+    """A picture alone on a sheet is at least a postcard on a folio page; smaller pieces are stamps, notes."""
+    contrast: float = 10.0
+    """Content differs from the sheet by at least this (grey levels, or Lab distance), or by 4x the sheet's noise."""
+    band: float = 0.03
+    """Width of the page's outer band the sheet is read from (fraction of each side)."""
+    close: float = 0.03
+    """Content closer than this (fraction of the longer side) is one piece: a drawing's strokes and its light
+    parts, a photograph's sky."""
+    full: float = 0.5
+    """A piece touching the page's edge is a picture only when its box covers this share of the page (a plate
+    scanned to its edges): smaller ones are hands, fore-edges, page curl or the table around a photographed book."""
+    fill_ref: float = 0.12
+    spread_ref: float = 8.0
+    """Tones vary at least this much (grey levels) in a picture: a wash, a photograph, strokes on paper."""
+    ruled_ref: float = 0.15
+
+    def __call__(self, view: np.ndarray) -> list[SheetRegion]:
+        h, w = view.shape[:2]
+        f = SIDE / max(h, w)
+        if f < 1:
+            small = cv2.resize(view, (max(1, round(w * f)), max(1, round(h * f))), interpolation=cv2.INTER_AREA)
+        else:
+            small = view
+        # line work would vanish in an area reduction: the darkest pixel of each cell keeps a pencil stroke
+        k = max(1, round(1 / f))
+        darkest = cv2.resize(
+            cv2.erode(view, np.ones((k, k), np.uint8)), small.shape[1::-1], interpolation=cv2.INTER_NEAREST
+        )
+        lab = cv2.cvtColor(small, cv2.COLOR_RGB2LAB).astype(np.float32) if small.ndim == 3 else None
+        grey = (small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)).astype(np.float32)
+        dark = (darkest if darkest.ndim == 2 else cv2.cvtColor(darkest, cv2.COLOR_RGB2GRAY)).astype(np.float32)
+        sh, sw = grey.shape
+        bh, bw = max(1, round(self.band * sh)), max(1, round(self.band * sw))
+        ring = np.ones((sh, sw), bool)
+        ring[bh : sh - bh, bw : sw - bw] = False
+        if ring.all():
+            return []
+        tone = float(np.median(grey[ring]))
+        noise = float(np.percentile(np.abs(grey[ring] - tone), 90))
+        level = max(self.contrast, 4 * noise)
+        differs = np.abs(grey - tone) > level
+        differs |= np.abs(dark - tone) > 2 * level  # strokes too thin to survive the area reduction
+        if lab is not None:
+            ab = lab[..., 1:]
+            sheet = np.median(ab[ring], axis=0)
+            differs |= np.linalg.norm(ab - sheet, axis=2) > level
+        differs = differs.astype(np.uint8)
+        # specks of noise and dust go; a piece's light parts and strokes join it
+        differs = cv2.morphologyEx(differs, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+        c = max(3, round(self.close * max(sh, sw)) | 1)
+        joined = cv2.morphologyEx(differs, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (c, c)))
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(joined, connectivity=8)
+        found = []
+        for i in range(1, n):
+            x, y, cw, ch, _ = stats[i]
+            area = cw * ch / float(sh * sw)
+            if area < self.ref_area / 4:
+                continue
+            mask = labels[y : y + ch, x : x + cw] == i
+            tones = grey[y : y + ch, x : x + cw][mask]
+            spread = float(tones.std()) if tones.size else 0.0
+            box = (x / sw, y / sh, (x + cw) / sw, (y + ch) / sh)
+            text = self._text(view, box)
+            content = mask & (differs[y : y + ch, x : x + cw] > 0)
+            fill = float(np.count_nonzero(content)) / (cw * ch)
+            ruled = _ruled_pieces(grey[y : y + ch, x : x + cw], content)
+            edge = x == 0 or y == 0 or x + cw >= sw or y + ch >= sh
+            score = 0.0 if edge and area < self.full else self._score(area, fill, spread, ruled, text)
+            found.append(SheetRegion(box, area, fill, spread, ruled, text, score))
+        return found
+
+    @staticmethod
+    def _text(view: np.ndarray, box: Box) -> bool:
+        h, w = view.shape[:2]
+        crop = view[round(box[1] * h) : round(box[3] * h), round(box[0] * w) : round(box[2] * w)]
+        # blocks of ~90 view rows: lines up to ~10 mm apart are seen several times in each
+        return crop.size > 0 and has_lines(crop, blocks=max(1, min(8, crop.shape[0] // 90)))
+
+    def _score(self, area: float, fill: float, spread: float, ruled: float, text: bool) -> float:
+        """Log-odds from size (0 at ``ref_area``), flatness and ruling, squashed to 0..1; text is no picture at all."""
+        if text:
+            return 0.0
+        ratio = math.log(max(area, 1e-9) / self.ref_area)
+        z = min(1.5, 1.5 * ratio) if ratio > 0 else 4.0 * ratio
+        z -= 4.0 * max(0.0, math.log(self.spread_ref / max(spread, 1e-3)))
+        z -= 6.0 * max(0.0, math.log(self.fill_ref / max(fill, 1e-3)))
+        z -= 15.0 * max(0.0, ruled - self.ruled_ref)
+        return 1.0 / (1.0 + math.exp(-z))
+
+
+def _ruled_pieces(grey: np.ndarray, content: np.ndarray, most: int = 12) -> float:
+    """:func:`_ruled` of each of the ``most`` largest connected pieces of ``content`` (the candidate's ink before
+    it was closed into one), weighted by their boxes' areas: a target is many patches, bars and a wedge whose
+    own edges are straight, even when a stroke or a ruler joins them into one candidate."""
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(content.astype(np.uint8), connectivity=8)
+    if n < 2:
+        return 0.0
+    order = 1 + np.argsort(-stats[1:, cv2.CC_STAT_AREA])[:most]
+    total = ruled = 0.0
+    for i in order:
+        x, y, w, h, area = stats[i]
+        if area < 20:
+            continue
+        weight = float(w * h)
+        total += weight
+        ruled += weight * _ruled(grey[y : y + h, x : x + w], labels[y : y + h, x : x + w] == i)
+    return ruled / total if total else 0.0
+
+
+def _ruled(grey: np.ndarray, inside: np.ndarray) -> float:
+    """Share of the tone edges inside ``inside`` (a bool mask over ``grey``, its rim left out) that lie on straight
+    horizontal or vertical runs across most of the piece: the steps of a grey wedge, the sides of colour patches
+    and bars. A photograph's or a drawing's edges bend."""
+    gx = cv2.Sobel(grey, cv2.CV_32F, 1, 0, ksize=3)
+    gy = cv2.Sobel(grey, cv2.CV_32F, 0, 1, ksize=3)
+    inner = cv2.erode(inside.astype(np.uint8), np.ones((5, 5), np.uint8)) > 0
+    strong = (np.abs(gx) + np.abs(gy) > 40) & inner
+    total = int(np.count_nonzero(strong))
+    if total < 20:
+        return 0.0
+    h, w = grey.shape
+    vertical = (strong & (np.abs(gx) > 2 * np.abs(gy))).astype(np.uint8)
+    horizontal = (strong & (np.abs(gy) > 2 * np.abs(gx))).astype(np.uint8)
+    runs = cv2.morphologyEx(vertical, cv2.MORPH_OPEN, np.ones((max(3, int(0.6 * h)), 1), np.uint8))
+    runs |= cv2.morphologyEx(horizontal, cv2.MORPH_OPEN, np.ones((1, max(3, int(0.6 * w))), np.uint8))
+    return float(np.count_nonzero(runs)) / total

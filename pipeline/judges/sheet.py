@@ -7,13 +7,13 @@ picture, out to the page's edge. So the sheet's tone is read from the page's out
 differs from it is content, and each connected piece of content, closed over its light parts, is a candidate
 with its own box (one per mounted photograph: the card between them separates them).
 
-A candidate is a picture when it is large (``ref_area`` of the page at score 0.5), carries tone (``spread``;
-a stamp, a mount window or a grey patch is flat), lies off the page's edge (hands holding the page, fore-edges,
-page curl and the table around a photographed book come in from it; mounted pictures have margins) and is not
-text (regular lines, :func:`pipeline.scale.has_lines`: a
-page of text on a dark table is a component too, as is a verso's bleed-through). A calibration target is
-made of patches, steps and bars: its edges run straight across it (``ruled``). Every measure is a fraction of the page or of the candidate, so the
-decision does not depend on the page's declared size.
+A candidate is a picture when it is large (``ref_area`` of the page at score 0.5), fills a fair part of its
+box (``fill``: a stroke across the page is no picture), carries tone (``spread``: a stamp, a mount window or a
+grey patch is flat), lies off the page's edge (hands holding the page, fore-edges, page curl and the table
+around a photographed book come in from it; mounted pictures have margins) and is not text (regular lines,
+:func:`pipeline.scale.has_lines`: a verso's bleed-through too). A calibration target is made of patches, steps
+and bars: its pieces' edges run straight across them (``ruled``). Every measure is a fraction of the page or of
+the candidate, so the decision does not depend on the page's declared size.
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def has_lines(image: np.ndarray, blocks: int = 0) -> bool:
 
 
 def _cell_periods(image: np.ndarray, blocks: int) -> tuple[np.ndarray, int]:
-    """The row period (pixels) of each cell of ``image`` with regular lines, and how many cells hold ink."""
+    """The row period (pixels) of each cell of ``image`` with regular lines, and how many cells hold ink with
+    leading (the cells that could be text)."""
     h = image.shape[0]
     rows = h // blocks
     if rows < 4 * MIN_PERIOD_PX or image.shape[1] < STRIPS:
@@ -103,7 +104,7 @@ def _cell_periods(image: np.ndarray, blocks: int) -> tuple[np.ndarray, int]:
     peak[1:-1] = (seg[1:-1] >= seg[:-2]) & (seg[1:-1] >= seg[2:]) & (seg[1:-1] >= 0.7 * top)
     found = peak.any(axis=0) & negative.any(axis=0) & (top >= MIN_PEAK)
     periods = np.argmax(peak, axis=0)[found]
-    return periods, int(np.count_nonzero(corr[0] > 1.0 * rows))
+    return periods, int(np.count_nonzero(inked))
 
 
 def true_zoom(pitch_px: float | None, zoom: float) -> float:

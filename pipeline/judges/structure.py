@@ -44,7 +44,7 @@ import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, TypeVar
 
 import cv2
 import numpy as np
@@ -64,6 +64,10 @@ def _px(mm: float, dpi: float) -> int:
 def _rect(w: int, h: int) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_RECT, (max(1, w), max(1, h)))
 
+
+# the row-minimum density is measured on a grid this much coarser horizontally (the span averages over 6 mm
+# anyway), and region geometry on a grid this much coarser both ways
+_COARSE = 3
 
 _SCRATCH = threading.local()
 
@@ -205,17 +209,6 @@ def _border_runs(rows: np.ndarray, cols: np.ndarray, h: int, w: int) -> tuple[in
     return runs[0], runs[1], runs[2], runs[3]
 
 
-def border_mask(gray: np.ndarray) -> np.ndarray:
-    """``True`` on dark scanner borders: runs of mostly-dark rows/columns from each page edge."""
-    h, w = gray.shape
-    rows, cols, _ = _dark_rows_cols(gray)
-    top, bottom, left, right = _border_runs(rows, cols, h, w)
-    mask = np.zeros((h, w), bool)
-    mask[:top] = mask[h - bottom :] = True
-    mask[:, :left] = mask[:, w - right :] = True
-    return mask
-
-
 def _runs_open(packed: np.ndarray, length: int) -> np.ndarray:
     """Morphological opening along axis 0 of bit-packed rows by a ``length`` x 1 rectangle, exactly as
     ``cv2.morphologyEx(MORPH_OPEN)`` (anchor at the centre, outside = ink for the erosion, paper for the
@@ -239,11 +232,14 @@ def _runs_open(packed: np.ndarray, length: int) -> np.ndarray:
 
 
 def _line_mask(inkb: np.ndarray, length: int) -> np.ndarray:
-    """``1`` (uint8) on straight vertical/horizontal runs of ``inkb`` at least ``length`` long, grown by
-    3 x 3 (see ``long_lines``). Vertical runs are opened on bit-packed rows (8x less memory traffic than
-    ``cv2`` opening a full uint8 page with a ``length`` x 1 kernel); horizontal runs only on the few rows
-    that can hold one (no transposes of the page), with the same result; the growth too is done on the
-    packed rows."""
+    """``1`` (uint8) on straight vertical/horizontal runs of ``inkb`` at least ``length`` long (rules, frames,
+    scan edges), grown by 3 x 3.
+
+    Column rules and frames are the one kind of non-text ink that also fills every row of a window; no stroke
+    of a letter is that long, and a picture loses only a few strokes (and its solid blacks, which are no
+    texture either). Vertical runs are opened on bit-packed rows (8x less memory traffic than ``cv2`` opening
+    a full uint8 page with a ``length`` x 1 kernel); horizontal runs only on the few rows that can hold one
+    (no transposes of the page), with the same result; the growth too is done on the packed rows."""
     h, w = inkb.shape
     packed = np.packbits(inkb, axis=1)
     lines = _runs_open(packed, length)
@@ -274,16 +270,6 @@ def _line_mask(inkb: np.ndarray, length: int) -> np.ndarray:
     lines[:, 1:] |= (grown[:, :-1] & 1) << 7
     lines[:, :-1] |= grown[:, 1:] >> 7
     return np.unpackbits(lines, axis=1, count=w)
-
-
-def long_lines(ink: np.ndarray, length: int) -> np.ndarray:
-    """``1`` on straight vertical/horizontal ink runs longer than ``length`` (rules, frames, scan edges).
-
-    Column rules and frames are the one kind of non-text ink that also fills every row of a window;
-    no stroke of a letter is that long, and a picture loses only a few strokes (and its solid blacks,
-    which are no texture either).
-    """
-    return _line_mask(ink > 0.5, length).astype(np.float32)
 
 
 def _areas(inked: np.ndarray, thick: int, side: int) -> list[tuple[slice, slice, np.ndarray]]:
@@ -370,11 +356,11 @@ def _grow_to_ink(inked: np.ndarray, x0: int, y0: int, x1: int, y1: int, m: int) 
     return int(x0), int(y0), int(x1), int(y1)
 
 
-def _joined(a: list, b: list, inked: np.ndarray, reach: int) -> bool:
-    """Whether boxes ``a`` and ``b`` (``x0, y0, x1, y1`` first) are one picture: they overlap, or they lie
-    side by side (or one above the other) less than ``reach`` apart with ink in every column (row) of the
-    gap between them, i.e. no white gutter separates them (a line drawing's light middle between two
-    shaded parts; two cuts, a cut and its caption, or text columns always have a gutter between)."""
+def _joined(a: tuple[int, ...], b: tuple[int, ...], inked: np.ndarray, reach: int) -> bool:
+    """Whether boxes ``a`` and ``b`` (``x0, y0, x1, y1``) are one picture: they overlap, or they lie side by
+    side (or one above the other) less than ``reach`` apart with ink in every column (row) of the gap between
+    them, i.e. no white gutter separates them (a line drawing's light middle between two shaded parts; two
+    cuts, a cut and its caption, or text columns always have a gutter between)."""
     if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
         return True
     for lo, hi, s0, s1, axis in ((0, 2, 1, 3, 0), (1, 3, 0, 2, 1)):
@@ -388,39 +374,61 @@ def _joined(a: list, b: list, inked: np.ndarray, reach: int) -> bool:
     return False
 
 
-def _union_until_stable(
-    boxes: list[list[int]],
-    joined: Callable[[list[int], list[int]], bool],
-    union: Callable[[list[int], list[int]], list[int]],
-) -> list[list[int]]:
-    """Replace any two ``joined`` boxes by their ``union`` until no two are joined (a grown box is checked again
-    against every other, earlier ones included)."""
-    boxes = [b[:] for b in boxes]
+_T = TypeVar("_T")
+
+
+def _union_until_stable(items: list[_T], joined: Callable[[_T, _T], bool], union: Callable[[_T, _T], _T]) -> list[_T]:
+    """Replace any two ``joined`` items by their ``union`` until no two are joined (a grown item is checked
+    again against every other, earlier ones included)."""
+    items = list(items)
     changed = True
     while changed:
         changed = False
-        for i, j in itertools.combinations(range(len(boxes)), 2):
-            if joined(boxes[i], boxes[j]):
-                boxes[i] = union(boxes[i], boxes[j])
-                del boxes[j]
+        for i, j in itertools.combinations(range(len(items)), 2):
+            if joined(items[i], items[j]):
+                items[i] = union(items[i], items[j])
+                del items[j]
                 changed = True
                 break
-    return boxes
+    return items
 
 
-def _box_union(a: list[int], b: list[int]) -> list[int]:
-    return [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+_Box = tuple[int, int, int, int]
+"""A box ``(x0, y0, x1, y1)`` in pixels (of the view, or of a coarser grid where said)."""
 
 
-def _merge_overlapping(boxes: list[list[int]], inked: np.ndarray, reach: int) -> list[list[int]]:
-    """Union boxes ``[x0, y0, x1, y1, cx0, cy0, cx1, cy1, n, score]`` that are one picture (``_joined``),
-    until none are: the pieces of one picture become one crop. The second box is unioned too, the count
-    summed, the best score kept."""
-    return _union_until_stable(
-        boxes,
-        lambda a, b: _joined(a, b, inked, reach),
-        lambda a, b: _box_union(a, b) + _box_union(a[4:8], b[4:8]) + [a[8] + b[8], max(a[9], b[9])],
-    )
+def _box_union(a: _Box, b: _Box) -> _Box:
+    return min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One textured core's crop and the evidence it was scored from, before the pieces of one picture are
+    merged (:func:`_merge_overlapping`)."""
+
+    crop: _Box
+    """The crop in view pixels: the core's box grown along its stroke networks and then to its ink."""
+    core: _Box
+    """The textured core's box on the coarse core grid (3x coarser than the view both ways)."""
+    core_px: int
+    """How many pixels of that grid inside ``core`` are core (the texture fill's numerator)."""
+    score: float
+    """The score of the core's own evidence (once merged: the best of its parts')."""
+
+    def union(self, other: Candidate) -> Candidate:
+        """Both as one: crops and core boxes unioned, core pixels summed, the best score kept."""
+        return Candidate(
+            crop=_box_union(self.crop, other.crop),
+            core=_box_union(self.core, other.core),
+            core_px=self.core_px + other.core_px,
+            score=max(self.score, other.score),
+        )
+
+
+def _merge_overlapping(candidates: list[Candidate], inked: np.ndarray, reach: int) -> list[Candidate]:
+    """Union candidates whose crops are one picture (``_joined``), until none are: the pieces of one picture
+    become one crop."""
+    return _union_until_stable(candidates, lambda a, b: _joined(a.crop, b.crop, inked, reach), Candidate.union)
 
 
 def _size_evidence(area: float, ref: float, aspect: float, max_aspect: float) -> float:
@@ -456,10 +464,10 @@ def _overlap(a: Box, b: Box) -> bool:
     return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
-def _near_groups(boxes: list[list[int]], gap: int) -> list[list[int]]:
-    """Union boxes ``[x0, y0, x1, y1]`` less than ``gap`` apart both ways, until none are."""
+def _near_groups(boxes: list[_Box], gap: int) -> list[_Box]:
+    """Union boxes less than ``gap`` apart both ways, until none are."""
 
-    def near(a: list[int], b: list[int]) -> bool:
+    def near(a: _Box, b: _Box) -> bool:
         return a[0] - gap < b[2] and b[0] - gap < a[2] and a[1] - gap < b[3] and b[1] - gap < a[3]
 
     return _union_until_stable(boxes, near, _box_union)
@@ -619,14 +627,14 @@ class StructureJudge:
         top, bottom, left, right = _border_runs(rows, cols, h, w)
         ph, pw = h - top - bottom, w - left - right
         if not top + bottom + left + right:
-            return self._page_regions(gray, (lo, hi), rows, cols, dark)
+            return self._page_regions(gray, rows, cols, dark)
         if ph < 8 or pw < 8 or ph * pw < h * w / 4:  # dark nearly to the middle: a card, not a framed page
             return [], dark
         page = gray[top : h - bottom, left : w - right]  # a view: nothing here needs it contiguous
         lo, hi = _grey_range(page)
         if hi - lo < 32:
             return [], 0.0
-        found, dark = self._page_regions(page, (lo, hi), *_dark_rows_cols(page, (lo, hi)))
+        found, dark = self._page_regions(page, *_dark_rows_cols(page, (lo, hi)))
         fx, fy = pw / w, ph / h
         return [
             replace(
@@ -642,28 +650,54 @@ class StructureJudge:
         ], dark
 
     def _page_regions(
-        self, gray: np.ndarray, grey_range: tuple[float, float], rows: np.ndarray, cols: np.ndarray, dark: float
+        self, gray: np.ndarray, rows: np.ndarray, cols: np.ndarray, dark: float
     ) -> tuple[list[Region], float]:
-        """:meth:`regions` of a page without a frame, given its grey range, dark row/column counts and dark
-        fraction."""
-        h, w = gray.shape
-        dpi = self.dpi
+        """:meth:`regions` of a page without a frame, given its dark row/column counts and dark fraction.
+
+        The stages below, in order: ink map; lines of type; rules taken out (areas of ink keep theirs for the
+        texture measure); texture cores; core regions on the coarse grid; a candidate crop per region, grown
+        along its strokes; candidates of one picture merged; regions, then line art."""
         if dark > 0.5:  # negative / black card (microfilm targets), not a printed page
             return [], dark
+        h, w = gray.shape
         # page-sized arrays live in per-thread scratch (see ``_scratch``); none outlives this call
+        ink, planes = self._ink(gray, rows, cols)
+        # lines of type are found with the rules still in: leading is empty of any ink, while a drawing's
+        # straight hatching (taken for rules below) fills the rows between its strokes
+        typeset = self._lines_of_type(_column_means(ink, _COARSE, planes[0]), self.dpi / _COARSE)
+        inked, raw, inkh = self._without_rules(ink, planes[0])
+        # line art is looked for on cells of ~3 mm (a line of body type, 1.5-2.5 mm, inks every cell it crosses)
+        cell_cols = max(1, round(_px(3.0, self.dpi) / _COARSE))
+        sketch = _stroke_cells(inkh, _COARSE, cell_cols * _COARSE, cell_cols)
+        core = self._texture_cores(inkh, typeset, planes)
+        core, labels, stats = self._core_regions(core, h)
+        candidates = self._candidates(ink, inked, raw, core, labels, stats)
+        regions = self._regions_of(self._merged(candidates, inked), h, w)
+        return self._with_line_art(regions, sketch, cell_cols * _COARSE, raw.view(np.uint8), inked), dark
+
+    def _ink(self, gray: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The page's ink map, scanner border cleared, and three free coarse planes for the later stages.
+
+        The map is :func:`ink_map` with the dark border (from the dark ``rows`` / ``cols`` counts) set to 0; the
+        planes are float ``h x w // 3``. All live in per-thread scratch: a page costs no fresh page-sized array."""
+        h, w = gray.shape
         work = _scratch("work", (h * w,), np.float32)
-        ink = ink_map(gray, dpi, self.ink_lo, self.ink_hi, _scratch("ink", (h, w), np.float32), work.reshape(h, w))
+        ink = ink_map(gray, self.dpi, self.ink_lo, self.ink_hi, _scratch("ink", (h, w), np.float32), work.reshape(h, w))
         top, bottom, left, right = _border_runs(rows, cols, h, w)
         ink[:top] = ink[h - bottom :] = 0.0
         ink[:, :left] = ink[:, w - right :] = 0.0
-        # row-minimum density on a grid 3x coarser horizontally (the span averages over 6 mm anyway)
-        f = 3
-        wf = max(1, w // f)
+        wf = max(1, w // _COARSE)
         # three coarse float planes fit in the (now free) paper plane of ink_map
-        plane = [work[i * h * wf : (i + 1) * h * wf].reshape(h, wf) for i in range(3)]
-        # lines of type are found with the rules still in: leading is empty of any ink, while a drawing's
-        # straight hatching (taken for rules below) fills the rows between its strokes
-        typeset = self._lines_of_type(_column_means(ink, f, plane[0]), dpi / f)
+        return ink, [work[i * h * wf : (i + 1) * h * wf].reshape(h, wf) for i in range(3)]
+
+    def _without_rules(self, ink: np.ndarray, plane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``inked``, ``raw``, ``inkh``: the page's ink without rules, frames and edge strips (layout, not picture).
+
+        ``ink`` (in place) and its masks ``inked`` (> 0.5: the pictures' ink) and ``raw`` (> 0.3: strokes) lose
+        every straight run, so no rule joins a picture to the rest of the page; ``inkh`` (the texture measure's
+        ink, column means into ``plane``) keeps those inside areas of ink, whose tone is texture."""
+        h, w = ink.shape
+        dpi = self.dpi
         inked = np.greater(ink, 0.5, out=_scratch("inked", (h, w), bool))
         lines = _line_mask(inked, _px(self.line_mm, dpi))
         # rules and edge strips are bands: an area of ink (a fine-screen halftone or a dark passage, which the
@@ -674,10 +708,7 @@ class StructureJudge:
         np.copyto(ink, 0.0, where=lines.view(bool))
         for (rows, cols, mask), tone in zip(areas, tones, strict=True):
             ink[rows, cols][mask] = tone
-        inkh = _column_means(ink, f, plane[0])
-        # line art is looked for on cells of ~3 mm (a line of body type, 1.5-2.5 mm, inks every cell it crosses)
-        cell_cols = max(1, round(_px(3.0, dpi) / f))
-        sketch = _stroke_cells(inkh, f, cell_cols * f, cell_cols)
+        inkh = _column_means(ink, _COARSE, plane)
         for rows, cols, _mask in areas:
             np.copyto(ink[rows, cols], 0.0, where=lines[rows, cols].view(bool))
         # ``ink > 0.5`` with the rules gone, without another pass over the float page
@@ -689,25 +720,42 @@ class StructureJudge:
         faint = _line_mask(raw, _px(self.line_mm, dpi))
         cv2.subtract(raw.view(np.uint8), faint, dst=raw.view(np.uint8))
         cv2.subtract(inked.view(np.uint8), faint, dst=inked.view(np.uint8))
-        span, pitch = _px(self.span_mm, dpi / f), _px(self.pitch_mm, dpi)
+        return inked, raw, inkh
+
+    def _texture_cores(self, inkh: np.ndarray, typeset: np.ndarray, planes: list[np.ndarray]) -> np.ndarray:
+        """Texture cores (255, else 0, on the grid of ``inkh``): where the row-minimum density marks a picture.
+
+        That is where every row of a window one line pitch tall is inked along the span and none is much
+        lighter than the darkest, outside the lines of type ``typeset``; each such pixel is widened to its
+        window's footprint. ``planes`` (the first of which is ``inkh``) are clobbered."""
+        dpi = self.dpi
+        span, pitch = _px(self.span_mm, dpi / _COARSE), _px(self.pitch_mm, dpi)
         # a 1 mm vertical blur merges hatching (pitch < 1 mm) but not text lines (pitch >= 2.2 mm)
-        rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)), dst=plane[1])
-        rowmin = cv2.erode(rowdens, _rect(1, pitch), dst=plane[2])
-        rowmax = cv2.dilate(rowdens, _rect(1, pitch), dst=plane[0])
+        rowdens = cv2.blur(inkh, (span, _px(self.hatch_mm, dpi)), dst=planes[1])
+        rowmin = cv2.erode(rowdens, _rect(1, pitch), dst=planes[2])
+        rowmax = cv2.dilate(rowdens, _rect(1, pitch), dst=planes[0])
         # picture texture: every row of the window inked, and no row much lighter than the darkest
         np.multiply(rowmax, self.row_ratio, out=rowmax)
         # (255 / 0 masks: the area reduction below needs no scaled copy)
-        core = cv2.compare(rowmin, rowmax, cv2.CMP_GT, dst=_scratch("core", (h, wf), np.uint8))
-        dense = cv2.compare(rowmin, self.core_density, cv2.CMP_GT, dst=_scratch("core2", (h, wf), np.uint8))
+        shape = inkh.shape
+        core = cv2.compare(rowmin, rowmax, cv2.CMP_GT, dst=_scratch("core", shape, np.uint8))
+        dense = cv2.compare(rowmin, self.core_density, cv2.CMP_GT, dst=_scratch("core2", shape, np.uint8))
         cv2.bitwise_and(core, dense, dst=core)
         # cores inside lines of type are no picture texture: large headline type is as dense as hatching
         np.copyto(core, 0, where=typeset)
         # the window footprint: a core pixel vouches for the whole window around it
-        core = cv2.dilate(core, _rect(span, pitch))
-        # region geometry on a coarse grid (dpi / 3): columns are already whole f-column means
-        hf = max(1, h // f)
+        return cv2.dilate(core, _rect(span, pitch))
+
+    def _core_regions(self, core: np.ndarray, h: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Core regions on the coarse grid: the cores there (0/1), and their regions' cv2 labels and stats.
+
+        Region geometry is measured on a grid ``h // 3 x w // 3`` (``core``: the texture cores of a page ``h``
+        tall); the cores are opened there, so that thin strips go, and closed over ``merge_mm`` into regions."""
+        wf = core.shape[1]
+        # region geometry on a coarse grid (dpi / 3): columns are already whole 3-column means
+        hf = max(1, h // _COARSE)
         core = cv2.threshold(cv2.resize(core, (wf, hf), interpolation=cv2.INTER_AREA), 127, 1, cv2.THRESH_BINARY)[1]
-        cdpi = dpi / f
+        cdpi = self.dpi / _COARSE
         # thin strips (rules, edges, single headline lines) cannot survive a 4 mm opening
         o = _px(4.0, cdpi)
         core = cv2.morphologyEx(core, cv2.MORPH_OPEN, _rect(o, o))
@@ -716,90 +764,153 @@ class StructureJudge:
         # 16-bit labels when they cannot overflow (fewer inked cells than labels), for which cv2 computes the
         # stats 3x faster
         ltype = cv2.CV_16U if cv2.countNonZero(merged) < 65535 else cv2.CV_32S
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8, ltype=ltype)
-        cx_scale, cy_scale = f, h / hf  # a coarse column is exactly f view columns
-        grow = _px(self.grow_mm, dpi)
-        min_side = _px(self.min_side_mm, dpi)
-        k2 = _px(2.0, dpi)
-        rim_x, rim_y = _px(self.span_mm / 2, cdpi), _px(self.pitch_mm / 2, cdpi)
+        _n, labels, stats, _ = cv2.connectedComponentsWithStats(merged, connectivity=8, ltype=ltype)
+        return core, labels, stats
 
-        def evidence(bx0: int, by0: int, bx1: int, by1: int, core_px: int) -> float:
-            """Score of a textured area given by its box on the core grid and its core pixel count."""
-            cw, ch = bx1 - bx0, by1 - by0
-            area = cw * ch / float(wf * hf)
-            crop = ink[int(by0 * cy_scale) : int(by1 * cy_scale), int(bx0 * cx_scale) : int(bx1 * cx_scale)]
-            inked = crop > 0.3
-            solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
-            # variety: share of the area with a sharp ink edge nearby (hatching, dots, contours); uniform
-            # grey patches and solid blocks of test targets have edges only at their borders
-            gx = cv2.Sobel(crop, cv2.CV_32F, 1, 0, ksize=3)
-            gy = cv2.Sobel(crop, cv2.CV_32F, 0, 1, ksize=3)
-            edges = ((np.abs(gx) + np.abs(gy)) > 1.0).astype(np.uint8)
-            edges = cv2.dilate(edges, _rect(k2, k2))
-            variety = float(edges.mean()) if edges.size else 0.0
-            return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw), variety)
+    def _candidates(
+        self,
+        ink: np.ndarray,
+        inked: np.ndarray,
+        raw: np.ndarray,
+        core: np.ndarray,
+        labels: np.ndarray,
+        stats: np.ndarray,
+    ) -> list[Candidate]:
+        """A :class:`Candidate` per core region big enough to matter, its crop grown along its strokes.
 
+        The crop grows from the core's box along the stroke networks under it (:meth:`_along_strokes`), then
+        to its ink (``grow_mm``); its score is that of the core's own evidence (:meth:`_evidence`), which the
+        crop's growth does not change."""
+        h, w = ink.shape
+        hf, wf = core.shape
+        dpi = self.dpi
         # too small to matter even as a piece of a picture (the score would be < 0.15)
-        candidates = [i for i in range(1, n) if stats[i][2] * stats[i][3] >= self.min_area / 4 * wf * hf]
-        if candidates:
-            # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
-            # its textured core (hatching, shading); that network tells how far to grow the crop
-            g = _px(self.stroke_gap_mm, dpi)
-            strokes = cv2.dilate(raw.view(np.uint8), _rect(g, g), dst=_scratch("strokes", (h, w), np.uint8))
-        boxes: list[list[float]] = []
-        for n_traced, i in enumerate(candidates):
-            x, y, bw, bh, _a = stats[i]
+        regions = [i for i in range(1, len(stats)) if stats[i][2] * stats[i][3] >= self.min_area / 4 * wf * hf]
+        if not regions:
+            return []
+        # ink connectivity: a line drawing's strokes (and its frame) form one network reaching beyond
+        # its textured core (hatching, shading); that network tells how far to grow the crop
+        g = _px(self.stroke_gap_mm, dpi)
+        strokes = cv2.dilate(raw.view(np.uint8), _rect(g, g), dst=_scratch("strokes", (h, w), np.uint8))
+        grow = _px(self.grow_mm, dpi)
+        found = []
+        for n_traced, i in enumerate(regions):
+            x, y, bw, bh, _a = (int(v) for v in stats[i])
             sub = (labels[y : y + bh, x : x + bw] == i) & (core[y : y + bh, x : x + bw] > 0)
-            x0, y0 = int(x * cx_scale), int(y * cy_scale)
-            x1, y1 = int((x + bw) * cx_scale), int((y + bh) * cy_scale)
-            # stroke networks under the core pixels (sampled on the core grid), away from the core's rim:
-            # the window footprint overshoots the picture by up to half a window into its neighbours
-            inner = cv2.erode(sub.astype(np.uint8), _rect(2 * rim_x + 1, 2 * rim_y + 1))
-            ys, xs = np.nonzero(inner if inner.any() else sub)
-            sy = np.minimum(((ys + y + 0.5) * cy_scale).astype(int), h - 1)
-            sx = np.minimum(((xs + x + 0.5) * cx_scale).astype(int), w - 1)
             # networks are marked 2, 3, ... per candidate as they are traced (one mark per candidate, so a
             # network shared by two cores is traced for each); past 255 marks start again from a clean copy
             mark = 2 + n_traced % 254
             if mark == 2 and n_traced:
                 cv2.dilate(raw.view(np.uint8), _rect(g, g), dst=strokes)
-            # a network may widen the crop by at most ``reach`` times the core's size per side: enough for
-            # a line drawing's outline, bounded where newspaper text and rules run on across the page
-            mx, my = self.reach * (x1 - x0), self.reach * (y1 - y0)
-            lx0, ly0, lx1, ly1 = x0 - mx, y0 - my, x1 + mx, y1 + my
-            window = (max(0, int(lx0)), max(0, int(ly0)), min(w, int(lx1) + 1), min(h, int(ly1) + 1))
-            for nx0, ny0, sw, sh in _stroke_boxes(strokes, sy, sx, mark, window):
-                x0, y0 = int(max(lx0, min(x0, nx0))), int(max(ly0, min(y0, ny0)))
-                x1, y1 = int(min(lx1, max(x1, nx0 + sw))), int(min(ly1, max(y1, ny0 + sh)))
+            box = (x, y, x + bw, y + bh)
+            x0, y0, x1, y1 = self._along_strokes(strokes, mark, sub, box, hf)
             # the crop grows along strokes; the evidence (core box, core pixels, own score) stays the core's
-            own = evidence(x, y, x + bw, y + bh, int(sub.sum()))
-            boxes.append([*_grow_to_ink(inked, x0, y0, x1, y1, grow), x, y, x + bw, y + bh, int(sub.sum()), own])
+            core_px = int(sub.sum())
+            found.append(
+                Candidate(
+                    crop=_grow_to_ink(inked, x0, y0, x1, y1, grow),
+                    core=box,
+                    core_px=core_px,
+                    score=self._evidence(ink, box, core_px, (hf, wf)),
+                )
+            )
+        return found
+
+    def _along_strokes(self, strokes: np.ndarray, mark: int, sub: np.ndarray, box: _Box, hf: int) -> _Box:
+        """A core's crop in view pixels: its box widened over the stroke networks under it (a drawing's outline).
+
+        ``sub``: the core's pixels in its ``box`` on the coarse grid (``hf`` rows); ``strokes``: nonzero on
+        strokes, traced with ``mark``. The box widens by at most ``reach`` times its size per side."""
+        h, w = strokes.shape
+        x, y = box[0], box[1]
+        cx_scale, cy_scale = _COARSE, h / hf  # a coarse column is exactly 3 view columns
+        x0, y0 = int(x * cx_scale), int(y * cy_scale)
+        x1, y1 = int(box[2] * cx_scale), int(box[3] * cy_scale)
+        # stroke networks under the core pixels (sampled on the core grid), away from the core's rim:
+        # the window footprint overshoots the picture by up to half a window into its neighbours
+        cdpi = self.dpi / _COARSE
+        rim_x, rim_y = _px(self.span_mm / 2, cdpi), _px(self.pitch_mm / 2, cdpi)
+        inner = cv2.erode(sub.astype(np.uint8), _rect(2 * rim_x + 1, 2 * rim_y + 1))
+        ys, xs = np.nonzero(inner if inner.any() else sub)
+        sy = np.minimum(((ys + y + 0.5) * cy_scale).astype(int), h - 1)
+        sx = np.minimum(((xs + x + 0.5) * cx_scale).astype(int), w - 1)
+        # a network may widen the crop by at most ``reach`` times the core's size per side: enough for
+        # a line drawing's outline, bounded where newspaper text and rules run on across the page
+        mx, my = self.reach * (x1 - x0), self.reach * (y1 - y0)
+        lx0, ly0, lx1, ly1 = x0 - mx, y0 - my, x1 + mx, y1 + my
+        window = (max(0, int(lx0)), max(0, int(ly0)), min(w, int(lx1) + 1), min(h, int(ly1) + 1))
+        for nx0, ny0, sw, sh in _stroke_boxes(strokes, sy, sx, mark, window):
+            x0, y0 = int(max(lx0, min(x0, nx0))), int(max(ly0, min(y0, ny0)))
+            x1, y1 = int(min(lx1, max(x1, nx0 + sw))), int(min(ly1, max(y1, ny0 + sh)))
+        return x0, y0, x1, y1
+
+    def _evidence(self, ink: np.ndarray, box: _Box, core_px: int, grid: tuple[int, int]) -> float:
+        """Score of a textured core from the ink under it: size, texture fill, solid black, aspect, edge variety.
+
+        ``box``: the core's box on the core grid (``grid``: that grid's rows and columns); ``core_px``: its core
+        pixel count."""
+        h = ink.shape[0]
+        hf, wf = grid
+        cx_scale, cy_scale = _COARSE, h / hf
+        bx0, by0, bx1, by1 = box
+        cw, ch = bx1 - bx0, by1 - by0
+        area = cw * ch / float(wf * hf)
+        crop = ink[int(by0 * cy_scale) : int(by1 * cy_scale), int(bx0 * cx_scale) : int(bx1 * cx_scale)]
+        inked = crop > 0.3
+        k2 = _px(2.0, self.dpi)
+        solid = float((cv2.blur(crop, (k2, k2))[inked] > 0.8).mean()) if inked.any() else 0.0
+        # variety: share of the area with a sharp ink edge nearby (hatching, dots, contours); uniform
+        # grey patches and solid blocks of test targets have edges only at their borders
+        gx = cv2.Sobel(crop, cv2.CV_32F, 1, 0, ksize=3)
+        gy = cv2.Sobel(crop, cv2.CV_32F, 0, 1, ksize=3)
+        edges = ((np.abs(gx) + np.abs(gy)) > 1.0).astype(np.uint8)
+        edges = cv2.dilate(edges, _rect(k2, k2))
+        variety = float(edges.mean()) if edges.size else 0.0
+        return self._score(area, core_px / float(cw * ch), solid, max(cw / ch, ch / cw), variety)
+
+    def _merged(self, candidates: list[Candidate], inked: np.ndarray) -> list[Candidate]:
+        """The candidates, the pieces of each picture merged into one (:func:`_merge_overlapping`), strong ones only."""
         # only cores that are pictures in their own right are cropped (and merged when their crops
         # overlap); headlines and cuts below the threshold must not glue onto a neighbouring picture
-        kept = [b for b in boxes if b[9] >= self.merge_score * self.threshold]
-        weak = [b for b in boxes if b[9] < self.merge_score * self.threshold]
-        groups = _merge_overlapping(kept, inked, _px(2 * self.merge_mm, dpi)) + weak
-        out: list[Region] = []
-        for x0, y0, x1, y1, cx0, cy0, cx1, cy1, core_px, best in groups:
+        cut = self.merge_score * self.threshold
+        kept = [c for c in candidates if c.score >= cut]
+        weak = [c for c in candidates if c.score < cut]
+        return _merge_overlapping(kept, inked, _px(2 * self.merge_mm, self.dpi)) + weak
+
+    def _regions_of(self, candidates: list[Candidate], h: int, w: int) -> list[Region]:
+        """The :class:`Region` of each candidate on an ``h x w`` page, scored 0 where too small for a picture."""
+        min_side = _px(self.min_side_mm, self.dpi)
+        out = []
+        for c in candidates:
+            x0, y0, x1, y1 = c.crop
+            cx0, cy0, cx1, cy1 = c.core
             bw, bh = x1 - x0, y1 - y0
             area = bw * bh / float(h * w)
             # the strongest core decides; a crop below the minimum size is an ornament, never kept
-            score = best if area >= self.min_area and bw >= min_side and bh >= min_side else 0.0
-            fill = core_px / float((cx1 - cx0) * (cy1 - cy0))
+            score = c.score if area >= self.min_area and bw >= min_side and bh >= min_side else 0.0
+            fill = c.core_px / float((cx1 - cx0) * (cy1 - cy0))
             out.append(Region(box=(x0 / w, y0 / h, x1 / w, y1 / h), area=area, fill=fill, score=score))
+        return out
+
+    def _with_line_art(
+        self, regions: list[Region], sketch: np.ndarray, cell: int, strokes: np.ndarray, inked: np.ndarray
+    ) -> list[Region]:
+        """``regions`` (in place) with the line drawings (:meth:`_line_art`): each widens a picture it meets, or is one.
+
+        The arguments after ``regions`` are :meth:`_line_art`'s."""
         # a line drawing that meets a textured picture is that picture's outline: its crop takes in the pieces
         # it meets, not the drawing's whole group (display type may stand within its reach)
-        for art, pieces in self._line_art(sketch, cell_cols * f, raw.view(np.uint8), inked):
+        for art, pieces in self._line_art(sketch, cell, strokes, inked):
             met = False
-            for i, r in enumerate(out):
+            for i, r in enumerate(regions):
                 if r.score >= self.threshold and _overlap(r.box, art.box):
                     box = r.box
                     for p in (p for p in pieces if _overlap(r.box, p)):
                         box = (min(box[0], p[0]), min(box[1], p[1]), max(box[2], p[2]), max(box[3], p[3]))
-                    out[i], met = replace(r, box=box, area=(box[2] - box[0]) * (box[3] - box[1])), True
+                    regions[i], met = replace(r, box=box, area=(box[2] - box[0]) * (box[3] - box[1])), True
             if not met:
-                out.append(art)
-        return out, dark
+                regions.append(art)
+        return regions
 
     def _line_art(
         self,
@@ -834,7 +945,7 @@ class StructureJudge:
         cand &= (x + cw < wc) & (y + ch < hc)
         cand[0] = False
         glyph = _px(self.glyph_mm, dpi)
-        found: list[list[int]] = []
+        found: list[_Box] = []
         for i in np.flatnonzero(cand):
             x0, y0 = (x[i] - 1) * cell, (y[i] - 1) * cell
             x1, y1 = min(w, (x[i] + cw[i] + 1) * cell), min(h, (y[i] + ch[i] + 1) * cell)
@@ -848,7 +959,7 @@ class StructureJudge:
                 gx0, gy0 = x0 + px0, y0 + py0
                 comp = labels[py0 : py0 + ph, px0 : px0 + pw] == j
                 if np.count_nonzero(comp) <= self.blank_ink * pw * ph and _strokes_crossed(comp) >= 1.5:
-                    found.append([int(gx0), int(gy0), int(gx0 + pw), int(gy0 + ph)])
+                    found.append((int(gx0), int(gy0), int(gx0 + pw), int(gy0 + ph)))
         regions = []
         grow, min_side = _px(self.grow_mm, dpi), _px(self.min_side_mm, dpi)
         for gx0, gy0, gx1, gy1 in _near_groups(found, _px(2 * self.merge_mm, dpi)):

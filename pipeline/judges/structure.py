@@ -574,14 +574,25 @@ class StructureJudge:
 
     def regions(self, view: np.ndarray) -> tuple[list[Region], float]:
         """All candidate regions with their scores (boxes as fractions of ``view``), and the page's dark
-        fraction (for diagnosis): printed pictures (:meth:`printed`), and where none is found on a page without
-        lines of text, the pictures on its sheet (:mod:`.sheet`)."""
+        fraction (for diagnosis): printed pictures (:meth:`printed`), and on a page without lines of text the
+        pictures on its sheet (:mod:`.sheet`), which replace the printed regions they hold."""
         found, dark = self.printed(view)
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         if any(r.score >= self.threshold for r in found):
             found = self._off_the_edge(found, gray)
-        if not any(r.score >= self.threshold for r in found) and not has_lines(gray):
-            found += [Region(s.box, s.area, 0.0, s.score) for s in self.sheet(view)]
+        if not has_lines(gray):
+            # a picture on its sheet is one crop: printed regions within it (a photograph's texture, part of a
+            # plate) give way to it, and it keeps the best evidence of either
+            sheet = [Region(s.box, s.area, 0.0, s.score) for s in self.sheet(view)]
+            pictures = [p for p in sheet if p.score >= self.threshold]
+            held = [r for r in found if any(_overlap(r.box, p.box) for p in pictures)]
+            sheet = [
+                replace(p, score=max([p.score] + [r.score for r in held if _overlap(r.box, p.box)]))
+                if p in pictures
+                else p
+                for p in sheet
+            ]
+            found = [r for r in found if r not in held] + sheet
         return found, dark
 
     def _off_the_edge(self, regions: list[Region], gray: np.ndarray) -> list[Region]:

@@ -1,0 +1,90 @@
+"""Pictures that are the page (``pipeline/judges/sheet.py`` through the structure judge): plates, washes,
+photographs on album cards and faint pencil kept with their boxes; blank versos, mount backs, hands at the edge
+and calibration targets dropped. Pages from ``tests/page_kinds.py``, judged grey as the pipeline's worker hands
+a scan to the judge."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import cv2
+import numpy as np
+import page_kinds as kinds
+import pymupdf
+import pytest
+from factories import pdf_from_images
+
+from pipeline.judges import Box, make_judge
+from pipeline.judges.structure import StructureJudge
+from pipeline.worker import judge_page
+
+
+@pytest.fixture(scope="module")
+def judge() -> StructureJudge:
+    return make_judge("structure")
+
+
+def _grey(view: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
+
+
+def _iou(a: Box, b: Box) -> float:
+    ix = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    iy = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - ix * iy
+    return ix * iy / union
+
+
+@pytest.mark.parametrize("n_photos", [1, 2, 3, 4])
+@pytest.mark.parametrize("card", ["cream", "mid grey", "near-black"])
+def test_photographs_on_an_album_card_are_kept_one_box_each(judge: StructureJudge, n_photos: int, card: str) -> None:
+    view, truth = kinds.album_page(n_photos, card, seed=n_photos)
+    verdict = judge(_grey(view))
+    assert verdict.keep
+    assert len(verdict.boxes) == n_photos
+    for box in truth:
+        assert max(_iou(box, found) for found in verdict.boxes) > 0.7
+
+
+@pytest.mark.parametrize("style", ["watercolour", "engraving", "drawing"])
+def test_a_plate_filling_its_sheet_is_kept_without_its_margins(judge: StructureJudge, style: str) -> None:
+    view, [truth] = kinds.plate_page(seed=1, style=style)
+    verdict = judge(_grey(view))
+    assert verdict.keep
+    assert max(_iou(truth, found) for found in verdict.boxes) > 0.7
+
+
+def test_a_faint_pencil_drawing_is_kept(judge: StructureJudge) -> None:
+    view, [truth] = kinds.pencil_page(seed=1, ink=195)
+    verdict = judge(_grey(view))
+    assert verdict.keep
+    assert max(_iou(truth, found) for found in verdict.boxes) > 0.5  # faint strokes: a looser box
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(lambda: kinds.blank_verso(seed=2, contrast=0.1), id="blank verso with bleed-through"),
+        pytest.param(lambda: kinds.mount_back(seed=2, card_tone="cream", mark="note"), id="back of a mount, note"),
+        pytest.param(lambda: kinds.mount_back(seed=3, card_tone="near-black", mark="stamp"), id="dark mount, stamp"),
+        pytest.param(lambda: kinds.hand_at_edge(on_text=False, seed=2, cover=0.12), id="hand on a blank sheet"),
+        pytest.param(lambda: kinds.hand_at_edge(on_text=True, seed=2, cover=0.12), id="hand on a text page"),
+        pytest.param(lambda: kinds.camera_book(illustrated=False, seed=2), id="photographed text page"),
+        pytest.param(lambda: kinds.calibration_target(seed=2), id="calibration target"),
+    ],
+)
+def test_pages_without_a_picture_are_dropped(judge: StructureJudge, page) -> None:
+    view, _ = page()
+    assert not judge(_grey(view)).keep
+
+
+def test_an_album_page_keeps_its_decision_whatever_size_the_pdf_declares(tmp_path: Path) -> None:
+    view, truth = kinds.album_page(3, "mid grey", seed=5)
+    judge = make_judge("structure")
+    found = []
+    for dpi in (36, 72, 144):  # the same pixels in a page twice, once and half its real size
+        path = pdf_from_images(tmp_path / f"album_{dpi}.pdf", [view], dpi=dpi)
+        with pymupdf.open(path) as doc:
+            verdict = judge_page(doc[0], judge)[0]
+        found.append((verdict.keep, len(verdict.boxes)))
+    assert found == [(True, len(truth))] * 3

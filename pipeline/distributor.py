@@ -123,7 +123,13 @@ class Distributor:
             if task is None:
                 return
             self._submitted += 1
-            pending.append((task, self._pool.submit(process_task, task, options)))
+            try:
+                future = self._pool.submit(process_task, task, options)
+            except BrokenProcessPool as exc:
+                # a worker died between two results: the task waits its turn as a suspect (see ``run``)
+                future = Future()
+                future.set_exception(exc)
+            pending.append((task, future))
 
 
 class PeekableTasks:

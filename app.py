@@ -249,6 +249,11 @@ def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> t
     return str(summary.output), "\n".join(lines), chart, kept, rejected, viewer, not_written
 
 
+def _gallery(label: str, elem_id: str) -> gr.Gallery:
+    """One of the PDF tab's result galleries: four thumbnails a row, whole pictures."""
+    return gr.Gallery(label=label, columns=4, height=240, preview=False, object_fit="contain", elem_id=elem_id)
+
+
 def _zip_name(uploads: list[str]) -> str:
     """``<first file>_dataset.zip``, ``…_and_N_more_dataset.zip`` for several."""
     stem = Path(uploads[0]).stem
@@ -402,24 +407,11 @@ with gr.Blocks(
                     label="Dataset (zip with manifest.csv and report.html)", height=100, elem_id="dataset-zip"
                 )
                 score_chart = gr.HTML(label="Judge scores (threshold in red)", elem_id="score-chart")
-                kept_gallery = gr.Gallery(
-                    label="Kept", columns=4, height=240, preview=False, object_fit="contain", elem_id="kept-gallery"
-                )
-                rejected_gallery = gr.Gallery(
-                    label="Rejected, nearest the threshold",
-                    columns=4,
-                    height=240,
-                    preview=False,
-                    object_fit="contain",
-                    elem_id="rejected-gallery",
-                )
-                not_written_gallery = gr.Gallery(
-                    label="Not written: kept but too small (lower the smallest picture side and build again)",
-                    columns=4,
-                    height=240,
-                    preview=False,
-                    object_fit="contain",
-                    elem_id="not-written-gallery",
+                kept_gallery = _gallery("Kept", "kept-gallery")
+                rejected_gallery = _gallery("Rejected, nearest the threshold", "rejected-gallery")
+                not_written_gallery = _gallery(
+                    "Not written: kept but too small (lower the smallest picture side and build again)",
+                    "not-written-gallery",
                 )
         cancelled = gr.State(False)
         with gr.Accordion("Report (report.html)", open=False):

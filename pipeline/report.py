@@ -289,19 +289,21 @@ def render_report(
     ]
     if borderline is not None:
         for kept, heading in ((False, "Rejected, nearest the threshold"), (True, "Kept, nearest the threshold")):
-            figures = "".join(_figure(thumb) for thumb in borderline.thumbnails(kept)) or "<p>none</p>"
+            figures = "".join(_figure(t.label, f"score {t.score:.4g}", t.jpeg) for t in borderline.thumbnails(kept))
+            figures = figures or "<p>none</p>"
             sections.append(f"<h2>{heading}</h2><div class='{'kept' if kept else 'rejected'}'>{figures}</div>")
     sections.append(_not_written_section(counts.too_small, not_written))
     sections.append("</body></html>")
     return "\n".join(sections) + "\n"
 
 
-def _figure(thumb: Thumbnail) -> str:
-    data = base64.b64encode(thumb.jpeg).decode("ascii")
-    label = html.escape(thumb.label)
+def _figure(label: str, caption: str, jpeg: bytes) -> str:
+    """One inline thumbnail with its label and a second caption line."""
+    data = base64.b64encode(jpeg).decode("ascii")
+    label = html.escape(label)
     return (
         f'<figure><img class="thumbnail" alt="{label}" src="data:image/jpeg;base64,{data}">'
-        f"<figcaption>{label}<br>score {thumb.score:.4g}</figcaption></figure>"
+        f"<figcaption>{label}<br>{html.escape(caption)}</figcaption></figure>"
     )
 
 
@@ -319,12 +321,7 @@ def _not_written_section(total: int, not_written: NotWritten | None) -> str:
         )
     if pictures:
         text += " Shown: " + ("all of them." if len(pictures) == total else f"the {len(pictures)} largest.")
-    figures = "".join(
-        f'<figure><img class="thumbnail" alt="{html.escape(p.label)}" '
-        f'src="data:image/jpeg;base64,{base64.b64encode(p.jpeg).decode("ascii")}">'
-        f"<figcaption>{html.escape(p.label)}<br>{html.escape(p.reason)}</figcaption></figure>"
-        for p in pictures
-    )
+    figures = "".join(_figure(p.label, p.reason, p.jpeg) for p in pictures)
     return (
         f"<h2>Kept pictures not written</h2><p class='not-written'>{text}</p><div class='not-written'>{figures}</div>"
     )

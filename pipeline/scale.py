@@ -45,15 +45,13 @@ AGREEING = 0.5
 evidence when the rest of the page says otherwise."""
 
 
-def line_pitch(image: np.ndarray, blocks: int = 0) -> float | None:
+def line_pitch(image: np.ndarray) -> float | None:
     """The distance in pixels between lines of text on ``image`` (grey or RGB), or ``None`` when it shows no
     regular lines. The page is cut into :data:`STRIPS` x :data:`BLOCKS` cells (a text block is regular, a
     whole column of headlines, ads and rules is not); each cell's row profile gives its first strong
     autocorrelation peak past the first negative lobe (below it the profile still overlaps itself), and the
-    mean of the cells that agree with their median is the pitch. One area resize and a small FFT: a few ms.
-    ``blocks``: blocks per strip instead of :data:`BLOCKS` (a region of a page: fewer, so that each still
-    spans several lines)."""
-    periods, _cells = _cell_periods(image, blocks or BLOCKS)
+    mean of the cells that agree with their median is the pitch. One area resize and a small FFT: a few ms."""
+    periods, _cells = _cell_periods(image, BLOCKS)
     if periods.size < MIN_CELLS:
         return None
     median = float(np.median(periods))

@@ -61,9 +61,25 @@ def test_a_faint_pencil_drawing_is_kept(judge: StructureJudge) -> None:
     assert max(_iou(truth, found) for found in verdict.boxes) > 0.5  # faint strokes: a looser box
 
 
+def negative_target_in_frame(seed: int = 0) -> tuple[np.ndarray, None]:
+    """A microfilm reel's start card (white lettering on film black, two paper slips) in the scanner's
+    dark grey frame: the card is a dark piece on a dark sheet, not a photograph on a mount."""
+    rng = np.random.default_rng(seed)
+    page = rng.integers(14, 21, (880, 600), dtype=np.uint8)  # the frame: black noise, averaged in the view
+    page[100:780, 70:530] = rng.integers(0, 4, (680, 460), dtype=np.uint8)
+    for i, word in enumerate(["HISTORICAL", "SOCIETY", "START", "ST CLOUD", "NORDSTERN", "1877  THRU  1878"]):
+        cv2.putText(page, word, (95, 180 + 80 * i), cv2.FONT_HERSHEY_SIMPLEX, 1.6, 255, 5, cv2.LINE_AA)
+    for x0 in (90, 320):
+        page[650:750, x0 : x0 + 190] = 235
+        for y in range(662, 745, 9):
+            page[y : y + 3, x0 + 8 : x0 + 8 + int(rng.integers(80, 175))] = 40
+    return page, None
+
+
 @pytest.mark.parametrize(
     "page",
     [
+        pytest.param(negative_target_in_frame, id="negative target card in a scanner frame"),
         pytest.param(lambda: kinds.blank_verso(seed=2, contrast=0.1), id="blank verso with bleed-through"),
         pytest.param(lambda: kinds.mount_back(seed=2, card_tone="cream", mark="note"), id="back of a mount, note"),
         pytest.param(lambda: kinds.mount_back(seed=3, card_tone="near-black", mark="stamp"), id="dark mount, stamp"),

@@ -10,7 +10,8 @@ with its own box (one per mounted photograph: the card between them separates th
 A candidate is a picture when it is large (``ref_area`` of the page at score 0.5), fills a fair part of its
 box (``fill``: a stroke across the page is no picture), carries tone (``spread``: a stamp, a mount window or a
 grey patch is flat), lies off the page's edge (hands holding the page, fore-edges, page curl and the table
-around a photographed book come in from it; mounted pictures have margins) and is not text (regular lines,
+around a photographed book come in from it; mounted pictures have margins), is not darker than a dark sheet
+(film's black: a negative target card in the scanner's frame) and is not text (regular lines,
 :func:`pipeline.scale.has_lines`: a verso's bleed-through too). A calibration target is made of patches, steps
 and bars: its pieces' edges run straight across them (``ruled``). Every measure is a fraction of the page or of
 the candidate, so the decision does not depend on the page's declared size.
@@ -29,6 +30,8 @@ from pipeline.scale import has_lines
 
 SIDE = 320
 """The page is measured at this many pixels on its longer side (fractions of the page need no more)."""
+DARK_SHEET = 64
+"""A sheet darker than this (grey level) is a black card or a scanner's frame."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,9 @@ class SheetRegion:
     calibration target is made of them, a picture is not."""
     text: bool
     """Its content shows regular lines of type."""
+    negative: bool
+    """Mostly darker than a dark sheet: film's black (a microfilm target card in the scanner's frame), not a
+    picture, which is lighter than the black card it is mounted on."""
     score: float
 
 
@@ -87,13 +93,10 @@ class SheetFinder:
         grey = (small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)).astype(np.float32)
         dark = (darkest if darkest.ndim == 2 else cv2.cvtColor(darkest, cv2.COLOR_RGB2GRAY)).astype(np.float32)
         sh, sw = grey.shape
-        bh, bw = max(1, round(self.band * sh)), max(1, round(self.band * sw))
-        ring = np.ones((sh, sw), bool)
-        ring[bh : sh - bh, bw : sw - bw] = False
+        ring = self._ring(sh, sw)
         if ring.all():
             return []
-        tone = float(np.median(grey[ring]))
-        noise = float(np.percentile(np.abs(grey[ring] - tone), 90))
+        tone, noise = _tone(grey[ring])
         level = max(self.contrast, 4 * noise)
         differs = np.abs(grey - tone) > level
         differs |= np.abs(dark - tone) > 2 * level  # strokes too thin to survive the area reduction
@@ -121,10 +124,26 @@ class SheetFinder:
             content = mask & (differs[y : y + ch, x : x + cw] > 0)
             fill = float(np.count_nonzero(content)) / (cw * ch)
             ruled = _ruled_pieces(grey[y : y + ch, x : x + cw], content)
+            negative = tone < DARK_SHEET and np.count_nonzero(tones < tone - level) > 0.5 * tones.size
             edge = x == 0 or y == 0 or x + cw >= sw or y + ch >= sh
-            score = 0.0 if edge and area < self.full else self._score(area, fill, spread, ruled, text)
-            found.append(SheetRegion(box, area, fill, spread, ruled, text, score))
+            score = 0.0 if (edge and area < self.full) or negative else self._score(area, fill, spread, ruled, text)
+            found.append(SheetRegion(box, area, fill, spread, ruled, text, negative, score))
         return found
+
+    def is_sheet(self, gray: np.ndarray) -> bool:
+        """Whether ``gray``'s outer band is one even tone, as paper or card is (a photograph's edges are not):
+        a page found inside a scanner's black frame is then read on its own sheet, not on the frame."""
+        f = SIDE / max(gray.shape)
+        small = gray[:: max(1, int(1 / f)), :: max(1, int(1 / f))] if f < 1 else gray
+        ring = self._ring(*small.shape)
+        return not ring.all() and _tone(small[ring].astype(np.float32))[1] <= self.contrast / 2
+
+    def _ring(self, sh: int, sw: int) -> np.ndarray:
+        """The page's outer band (``band`` of each side) as a mask."""
+        bh, bw = max(1, round(self.band * sh)), max(1, round(self.band * sw))
+        ring = np.ones((sh, sw), bool)
+        ring[bh : sh - bh, bw : sw - bw] = False
+        return ring
 
     @staticmethod
     def _text(view: np.ndarray, box: Box) -> bool:
@@ -143,6 +162,12 @@ class SheetFinder:
         z -= 6.0 * max(0.0, math.log(self.fill_ref / max(fill, 1e-3)))
         z -= 15.0 * max(0.0, ruled - self.ruled_ref)
         return 1.0 / (1.0 + math.exp(-z))
+
+
+def _tone(band: np.ndarray) -> tuple[float, float]:
+    """The sheet's tone (median of its band) and noise (90th percentile of the band's distance from it)."""
+    tone = float(np.median(band))
+    return tone, float(np.percentile(np.abs(band - tone), 90))
 
 
 def _ruled_pieces(grey: np.ndarray, content: np.ndarray, most: int = 12) -> float:

@@ -54,6 +54,8 @@ from pipeline.judges.sheet import SheetFinder
 from pipeline.scale import has_lines
 
 MM_PER_INCH = 25.4
+EDGE_CHECK_PIXELS = 1_000_000
+"""Pixels the check for hands at the page's edge looks at, at most (a newspaper's 72 dpi view is 2 M)."""
 
 
 def _px(mm: float, dpi: float) -> int:
@@ -576,14 +578,30 @@ class StructureJudge:
         """All candidate regions with their scores (boxes as fractions of ``view``), and the page's dark
         fraction (for diagnosis): printed pictures (:meth:`printed`), and on a page without lines of text the
         pictures on its sheet (:mod:`.sheet`), which replace the printed regions they hold."""
-        found, dark = self.printed(view)
+        found, dark, (top, bottom, left, right) = self.printed(view)
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         if any(r.score >= self.threshold for r in found):
             found = self._off_the_edge(found, gray)
-        if not has_lines(gray):
+        # text is looked for on the page inside its scanner frame, whose black would count as untexted ink
+        h, w = gray.shape
+        inside = gray[top : h - bottom, left : w - right]
+        if not has_lines(inside):
             # a picture on its sheet is one crop: printed regions within it (a photograph's texture, part of a
-            # plate) give way to it, and it keeps the best evidence of either
-            sheet = [Region(s.box, s.area, 0.0, s.score) for s in self.sheet(view)]
+            # plate) give way to it, and it keeps the best evidence of either. A page in a scanner's frame
+            # is read on its own paper (the frame would make the whole page one piece on a black "mount"); a
+            # photograph on a dark card, whose edges are no even sheet, on the card.
+            framed = top + bottom + left + right > 0 and self.sheet.is_sheet(inside)
+            fx, fy = ((w - left - right) / w, (h - top - bottom) / h) if framed else (1.0, 1.0)
+            ox, oy = (left / w, top / h) if framed else (0.0, 0.0)
+            sheet = [
+                Region(
+                    (ox + s.box[0] * fx, oy + s.box[1] * fy, ox + s.box[2] * fx, oy + s.box[3] * fy),
+                    s.area * fx * fy,
+                    0.0,
+                    s.score,
+                )
+                for s in self.sheet(view[top : h - bottom, left : w - right] if framed else view)
+            ]
             pictures = [p for p in sheet if p.score >= self.threshold]
             held = [r for r in found if any(_overlap(r.box, p.box) for p in pictures)]
             sheet = [
@@ -599,14 +617,16 @@ class StructureJudge:
         """``regions``, those mostly made of smooth tone that comes in from the view's edge scored 0: a hand or
         fingers holding the page, over text or beside it (print is ink or paper at this scale, however fine
         its hatching; a halftone photograph's flat grey lies inside the page). Only pages with a kept region
-        pay for this."""
+        pay for this. Large views are sampled every few pixels down to about :data:`EDGE_CHECK_PIXELS`: a hand
+        is centimetres wide, and sampling (not averaging) keeps print's texture."""
+        step = max(1, math.ceil(math.sqrt(gray.size / EDGE_CHECK_PIXELS)))
+        gray = np.ascontiguousarray(gray[::step, ::step]) if step > 1 else gray
         h, w = gray.shape
-        page = gray.astype(np.float32)
-        mean = cv2.blur(page, (3, 3))
-        std = cv2.sqrt(cv2.max(cv2.blur(page * page, (3, 3)) - mean * mean, 0.0))
+        mean = cv2.boxFilter(gray, cv2.CV_32F, (3, 3))  # 3x3 variance straight from the uint8 pixels
+        variance = cv2.sqrBoxFilter(gray, cv2.CV_32F, (3, 3)) - mean * mean
         paper = _percentiles(gray[:: max(1, h // 256), :: max(1, w // 256)], [95])[0]
         tone = (gray < paper - 30).view(np.uint8)
-        smooth = (tone & (std < 6).view(np.uint8)).astype(np.uint8)
+        smooth = (tone & (variance < 36).view(np.uint8)).astype(np.uint8)  # local std below 6 grey levels
         n, labels = cv2.connectedComponents(cv2.morphologyEx(smooth, cv2.MORPH_CLOSE, _rect(3, 3)), connectivity=8)
         outside = np.zeros(n, bool)
         for edge in (labels[0], labels[-1], labels[:, 0], labels[:, -1]):
@@ -620,8 +640,9 @@ class StructureJudge:
             out.append(replace(r, score=0.0) if share >= self.held else r)
         return out
 
-    def printed(self, view: np.ndarray) -> tuple[list[Region], float]:
-        """Printed pictures: regions found by the layout of ink (the module's docstring).
+    def printed(self, view: np.ndarray) -> tuple[list[Region], float, tuple[int, int, int, int]]:
+        """Printed pictures: regions found by the layout of ink (the module's docstring), the page's dark
+        fraction, and the depth of its scanner frame (top, bottom, left, right; 0 where there is none).
 
         A page scanned on a black scanner bed or microfilm frame is judged inside its frame: the frame is
         runs of mostly-dark rows and columns from the view's edges, and the page within is cropped and judged
@@ -629,36 +650,41 @@ class StructureJudge:
         sizes, grey range or paper level; the boxes are mapped back onto the view."""
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         h, w = gray.shape
+        unframed = (0, 0, 0, 0)
         if h < 8 or w < 8:
-            return [], 0.0
+            return [], 0.0, unframed
         lo, hi = _grey_range(gray)
         if hi - lo < 32:  # blank (or uniformly dark) page: no ink structure at all
-            return [], 0.0
+            return [], 0.0, unframed
         rows, cols, dark = _dark_rows_cols(gray, (lo, hi))
-        top, bottom, left, right = _border_runs(rows, cols, h, w)
+        frame = top, bottom, left, right = _border_runs(rows, cols, h, w)
         ph, pw = h - top - bottom, w - left - right
         if not top + bottom + left + right:
-            return self._page_regions(gray, rows, cols, dark)
+            return *self._page_regions(gray, rows, cols, dark), unframed
         if ph < 8 or pw < 8 or ph * pw < h * w / 4:  # dark nearly to the middle: a card, not a framed page
-            return [], dark
+            return [], dark, unframed
         page = gray[top : h - bottom, left : w - right]  # a view: nothing here needs it contiguous
         lo, hi = _grey_range(page)
         if hi - lo < 32:
-            return [], 0.0
+            return [], 0.0, frame
         found, dark = self._page_regions(page, *_dark_rows_cols(page, (lo, hi)))
         fx, fy = pw / w, ph / h
-        return [
-            replace(
-                r,
-                box=(
-                    left / w + r.box[0] * fx,
-                    top / h + r.box[1] * fy,
-                    left / w + r.box[2] * fx,
-                    top / h + r.box[3] * fy,
-                ),
-            )
-            for r in found
-        ], dark
+        return (
+            [
+                replace(
+                    r,
+                    box=(
+                        left / w + r.box[0] * fx,
+                        top / h + r.box[1] * fy,
+                        left / w + r.box[2] * fx,
+                        top / h + r.box[3] * fy,
+                    ),
+                )
+                for r in found
+            ],
+            dark,
+            frame,
+        )
 
     def _page_regions(
         self, gray: np.ndarray, rows: np.ndarray, cols: np.ndarray, dark: float

@@ -154,6 +154,7 @@ def test_front_matter_is_a_gradio_space(clone, upload):
     assert re.fullmatch(r"\d+\.\d+\.\d+", str(meta["sdk_version"])), meta["sdk_version"]
     assert str(meta["python_version"]).startswith("3.")
     assert meta["license"] and meta["title"]
+    assert len(meta.get("short_description", "")) <= 60  # the Hub refuses a longer one at upload
 
 
 def test_the_space_gets_what_it_runs_on(clone, upload):

@@ -112,6 +112,14 @@ def open_images(paths: Sequence[str | os.PathLike[str] | None]) -> list[Image.Im
     return [read_photo(path) for path in real]
 
 
+IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".heic", ".heif"}
+
+
+def list_images(folder: str | os.PathLike[str]) -> list[Path]:
+    """Image files under ``folder`` (recursive) that :func:`read_photo` opens, sorted, so runs are reproducible."""
+    return sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
+
+
 def read_photo(path: str | os.PathLike[str]) -> Image.Image:
     """One photo as upright RGB, the same way for the Space, ``models.predict`` and training.
 

@@ -24,8 +24,14 @@ from pathlib import Path
 
 import torch
 
-from models.classifier import ImageInputError, loaded_model, model_id_from_env, read_photo
-from models.train import IMAGE_EXTENSIONS, list_images
+from models.classifier import (
+    IMAGE_EXTENSIONS,
+    ImageInputError,
+    list_images,
+    loaded_model,
+    model_id_from_env,
+    read_photo,
+)
 from models.triage import case_verdict
 
 

@@ -123,10 +123,9 @@ from PIL import Image, ImageEnhance, ImageOps
 from tqdm import tqdm
 
 from models import triage
-from models.classifier import read_photo
+from models.classifier import list_images, read_photo
 from models.lite0 import READOUT_CHANNELS, READOUT_OFFSET, build_lite0, image_processor, install_readout
 
-IMAGE_EXTENSIONS = {".jpg", ".jpeg", ".png", ".webp", ".bmp", ".tif", ".tiff", ".heic", ".heif"}
 CATTLE_ONLY = -1
 """Target of a cattle photo without a triage label."""
 SEED = 0
@@ -179,9 +178,8 @@ class Dataset:
     """The collection each photo comes from: the unit of leave-one-source-out validation (``photo_sources``)."""
 
 
-def list_images(folder: Path) -> list[Path]:
-    """Image files under ``folder`` (recursive), sorted, so runs are reproducible."""
-    return sorted(p for p in Path(folder).rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
+class DataError(ValueError):
+    """The photos or options given cannot make a model (a library error: ``main`` prints it as ``error:``)."""
 
 
 def scan(
@@ -204,9 +202,9 @@ def scan(
     names = list(classes) if classes else [p.name for p in folders if not p.name.startswith("breed_")]
     unknown = [n for n in names if not (Path(data_dir) / n).is_dir()]
     if unknown or len(names) < 2:
-        raise SystemExit(f"error: need at least two class folders in {data_dir} (missing: {unknown})")
+        raise DataError(f"need at least two class folders in {data_dir} (missing: {unknown})")
     if cattle_as and cattle_as not in names:
-        raise SystemExit(f"error: --cattle-as {cattle_as} is not one of the classes {names}")
+        raise DataError(f"--cattle-as {cattle_as} is not one of the classes {names}")
     labels = list(names)
     gate = triage.NOT_CATTLE if not_cattle else None
     if gate:
@@ -812,7 +810,7 @@ def train(
     alerts = {x: 0.5 for x in triage.NOTIFIABLE if x in triage_labels}
     readout = tune == "head" and mid_features
     if readout and len(data.labels) > READOUT_CHANNELS:
-        raise SystemExit(f"error: at most {READOUT_CHANNELS} labels with mid-level features; use --no-mid-features")
+        raise DataError(f"at most {READOUT_CHANNELS} labels with mid-level features; use --no-mid-features")
     base = build_lite0(id2label, pretrained=pretrained, image_size=image_size, readout=readout)
     last = len(base.efficientnet.encoder.blocks)
     upto = tune_from if tune == "top" else last - 1 if readout else last
@@ -1080,34 +1078,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
-    metrics = train(
-        data,
-        args.output,
-        epochs=args.epochs,
-        views=args.views,
-        folds=args.folds,
-        cv_repeats=args.cv_repeats,
-        holdout=args.holdout,
-        lr=args.lr,
-        pretrained=not args.no_pretrained,
-        phash_distance=args.phash_distance,
-        max_steps=args.max_steps,
-        seed=args.seed,
-        tune=args.tune,
-        l2sp=args.l2sp,
-        l2=args.l2,
-        l2_gate=args.l2_gate,
-        mid_l2_factor=args.mid_l2_factor,
-        feature_cache=args.feature_cache,
-        cattle_as=args.cattle_as,
-        tune_from=args.tune_from,
-        image_size=args.image_size,
-        mid_features=not args.no_mid_features,
-        train_fraction=args.train_fraction,
-        balance=args.balance,
-        leave_sources_out=not args.no_leave_source_out,
-    )
+    try:
+        data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
+        metrics = train(
+            data,
+            args.output,
+            epochs=args.epochs,
+            views=args.views,
+            folds=args.folds,
+            cv_repeats=args.cv_repeats,
+            holdout=args.holdout,
+            lr=args.lr,
+            pretrained=not args.no_pretrained,
+            phash_distance=args.phash_distance,
+            max_steps=args.max_steps,
+            seed=args.seed,
+            tune=args.tune,
+            l2sp=args.l2sp,
+            l2=args.l2,
+            l2_gate=args.l2_gate,
+            mid_l2_factor=args.mid_l2_factor,
+            feature_cache=args.feature_cache,
+            cattle_as=args.cattle_as,
+            tune_from=args.tune_from,
+            image_size=args.image_size,
+            mid_features=not args.no_mid_features,
+            train_fraction=args.train_fraction,
+            balance=args.balance,
+            leave_sources_out=not args.no_leave_source_out,
+        )
+    except DataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
     shown = ("policy", "cross_validation", "holdout")
     print(json.dumps({k: metrics[k] for k in shown} | {"leave_one_source_out": _headline(metrics)}, indent=2))
     print(f"wrote {args.output} in {metrics['training']['seconds']} s", file=sys.stderr)

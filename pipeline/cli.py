@@ -89,7 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=Options.caption,
         metavar="TEMPLATE",
         help="caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, "
-        "{source} (PDF name), {page}, {region} (default: '%(default)s')",
+        "{words} (the words printed in and around the picture), {source} (PDF name), {page}, {region} "
+        "(default: '%(default)s')",
     )
     parser.add_argument("--trigger", default="", help="the trigger word(s) that {trigger} stands for")
     parser.add_argument("--kohya-config", action="store_true", help="also write a kohya sd-scripts dataset_config.toml")

@@ -622,5 +622,11 @@ def test_cattle_as_gives_breed_photos_a_triage_class(data_dir: Path) -> None:
     assert breed.sum() == 3 and plain.paths == labelled.paths
     assert (plain.targets[breed] == train.CATTLE_ONLY).all()
     assert (labelled.targets[breed] == plain.labels.index("normal_skin")).all()
-    with pytest.raises(SystemExit, match="not one of the classes"):
+    with pytest.raises(train.DataError, match="not one of the classes"):
         train.scan(data_dir, kinds, data_dir / "not_cattle", cattle_as="healthy")
+
+
+def test_the_cli_says_what_is_wrong_with_the_data_instead_of_a_traceback(tmp_path: Path, capsys) -> None:
+    (tmp_path / "lumpy_skin").mkdir()
+    assert train.main([str(tmp_path), "-o", str(tmp_path / "model")]) == 2
+    assert "error: need at least two class folders" in capsys.readouterr().err

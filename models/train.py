@@ -25,83 +25,10 @@ cross-validation (repeated with ``--cv-repeats`` fold draws), each collection (`
 predicted by a model fitted without it; the temperature and the verdict thresholds are chosen on these
 out-of-source predictions (labels only one collection has keep their grouped-CV prediction), because a user's
 photos come from a collection the model never saw. The final model is then fitted on every photo; both estimates,
-per source and per kind of photo, go to ``metrics.json``. (The measurements below predate the leave-one-source-out
-selection, FMD and the added collections; the model card has the current ones.) Logits are averaged over the
+per source and per kind of photo, go to ``metrics.json``. Logits are averaged over the
 photo and its mirror image, in cross-validation as in inference (the policy's ``mirror``).
-Why these defaults (grouped 5-fold CV on the real photos, phash groups unless said, this 2-core machine; bench
-notes in the model card):
-* groups and folds, measured last: phash at 10 bits left zoomed, rotated and stretched copies of lumpy-skin photos
-  in different groups (pairs viewed: centred-feature cosine 0.65-0.85). Joining them (cosine ≥ 0.6; 845 → 788
-  groups) leaves 5-fold CV where it was (7 sets of 3 draws, head replica on cached features: 0.914 on average
-  against 0.912), so they had not been inflating it. More folds train each model on more photos and score higher,
-  as the learning curve predicts: 10-fold 0.920, 20-fold 0.923, leave-one-group-out 0.927 (phash groups); with
-  the joined groups 20-fold 0.919 (0.916-0.925 over 7 sets). 20 folds: each model sees 95 % of the photos, close
-  to the shipped one, for about a minute more of training.
-* the penalty again, with 20 folds and the joined groups (head replica, 7 sets of 3 draws, seeds 0-60): L2 1.4 /
-  1 / 0.7 / 0.5 / 0.35 gave 0.915 / 0.919 / 0.922 / 0.926 / 0.926; with 5 folds 0.5 and 1 score alike (0.909 /
-  0.907): models fitted on more photos want less penalty. L2 0.5, checked on 7 fresh sets (seeds 70-130): 0.925
-  against 0.919, higher on every set; answered photos right 0.964 against 0.962, lumpy-skin recall 0.916 against
-  0.899, non-cattle turned away 0.998 both. ``--tune top`` was measured at L2 1 (below).
-* on 80 % of the photos, fine-tuning blocks 11-15 (8 epochs, lr 3e-4, AdamW weight decay 0.05, the previous
-  default, 36 min) reached triage balanced accuracy 0.868; a ridge head on the frozen features 0.865 (3 fold draws),
-  in seconds once the features are cached. So the cheap head lets every photo train the shipped model and the CV
-  be repeated.
-* the penalty is what matters: the joint head (triage + gate) on one fold draw went from 0.80 at L2 0.001 to 0.85
-  at L2 1; on all photos, 3 draws, mirror-averaged, 224 px: 0.881 / 0.893 / 0.893 at L2 0.3 / 1 / 3 with the photo
-  and its mirror, 0.894 / 0.891 / 0.881 with 8 views.
-* input size: photo + mirror, balanced accuracy (L2 0.3 / 1) at 224 px 0.881 / 0.893, 288 px 0.887 / 0.894,
-  320 px 0.891 / 0.906, 384 px 0.897 / 0.901; the gate turns away 0.979 / 0.989 / 0.987 / 0.995 of non-cattle
-  photos (L2 1). 320 px (``--image-size``); max pooling instead of mean was no better (0.897 / 0.905 at 320), nor
-  was multi-scale test-time averaging (head trained and scored on photo + mirror at 288, 320 and 384 px: 0.900 /
-  0.896 / 0.894 on three sets of 3 fold draws, 320 px alone 0.906 / 0.893 / 0.892).
-* augmentation at 320 px: the old strong views (crop to 50 % of the area, ±20°, ±30 % colour) cost lumpy-skin recall
-  (8 views, L2 1: 0.83 against 0.90; they crop lesions away), mild ones (crop to 80 %, ±10°, ±20 %) do not: photo +
-  mirror + one mild view at L2 1 gave 0.900, 95.3 % of answered photos right at 82.6 % coverage; every variant tried
-  (2-8 views, L2 0.3-2, views at 288 and 384 px beside the 320 ones) fell within 0.89-0.91, which is the fold noise
-  of 100 normal-skin photos.
-* ``--tune top`` (head convolution, 5 epochs, lr 1e-4, L2-SP 0.01) against the ridge head alone, same folds, three
-  sets of 3 fold draws (seeds 0-2 / 10-12 / 20-22): balanced accuracy 0.902 / 0.887 / 0.889 against 0.903 / 0.898 /
-  0.899; answered photos right 0.958 / 0.939 / 0.938 against 0.948 / 0.938 / 0.941; non-cattle turned away
-  0.992 / 0.992 / 0.994 against 0.988 / 0.990 / 0.993. The first set alone suggested better answers; the other two
-  show that was fold noise, and balanced accuracy is 0.007 lower on average: the ridge head stays the default. The
-  lumpy-vs-normal ranking is the same (AUC 0.953 / 0.951, first set); a logit shift fitted on out-of-fold
-  predictions seemed to lift top tuning to 0.915, but chosen by inner CV (nested) it gave 0.905: selection noise.
-  Longer or freer tuning was worse: 10 epochs at lr 3e-4 0.885, the same without L2-SP 0.880 (1 draw), block 15
-  tuned as well 0.869 (1 draw).
-* mid-level features (same folds, three sets of 3 fold draws, seeds 0-2 / 10-12 / 20-22): the final features plus
-  the pooled last-block input gave balanced accuracy 0.913 / 0.911 / 0.902 against 0.903 / 0.898 / 0.899 for the
-  final ones alone, answered photos right 0.959 / 0.950 / 0.947 against 0.948 / 0.938 / 0.941, non-cattle turned
-  away 0.999 / 1.000 / 1.000 against 0.988 / 0.990 / 0.993. Other stages did as well, not better (seeds 0-2 /
-  10-12: block 13's output 0.915 / 0.915, block 10's 0.916 / 0.911, blocks 10 and 14 together 0.911 / 0.914, every
-  stage's last block 0.909 / 0.912; the mid-level ones alone 0.867 / 0.857); the last block's input is the one the
-  network can hand to its classifier by widening a single block. No gain either from 384 px (0.902 / 0.898), from
-  pooled ReLU6 units of per-pixel projections of the mid-level features, which the spare channels could compute
-  (0.908-0.915), or from another penalty (L2 0.5 / 2 / 4: 0.912 / 0.906 / 0.890, seeds 0-2). Held-out twin
-  (``--holdout 0.2``): balanced accuracy 0.946, 0.889 of photos answered, 0.969 of those right (final features
-  alone 0.946 / 0.861 / 0.968); CV inside the same 80 %: 0.885 (0.875).
-* the mid-level features' penalty (``MID_L2_FACTOR``): at the final features' penalty they were under-used. At a
-  quarter of it (chosen among 0.1-0.5 of it, L2 0.7-2, on seeds 0-2 / 10-12 / 20-22, then checked on four fresh sets,
-  seeds 30-32 / 40-42 / 50-52 / 60-62): balanced accuracy 0.918 / 0.916 / 0.907 and 0.907 / 0.907 / 0.914 / 0.917
-  against 0.913 / 0.911 / 0.902 and 0.907 / 0.902 / 0.908 / 0.916 with one penalty; answered photos right 0.967 /
-  0.963 / 0.954 and 0.953 / 0.950 / 0.961 / 0.963 against 0.959 / 0.950 / 0.947 and 0.945 / 0.940 / 0.942 / 0.952.
-  Balanced accuracy gains +0.004 on average (fold noise); the answers gain on every set (+0.011 on average). Held-out
-  twin: balanced accuracy 0.956 (0.946 with one penalty), 0.889 answered, 0.969 of those right; CV inside the same
-  80 %: 0.894 (0.885). No better (seeds 0-2 / 10-12 / 20-22): standardising on cattle photos only 0.917 / 0.910 /
-  0.905; photos weighted by 1 / (near-duplicate group size) 0.912 / 0.906 / 0.899; one scale per feature block
-  instead of per feature 0.920 / 0.915 / 0.911; triage and gate fitted apart 0.901 / 0.900 / 0.898; the head
-  bagged (8 fits on bootstraps of the near-duplicate groups, averaged) 0.914 / 0.902 / 0.893.
-* dropping suspect labels (confident learning, nested: inside each training fold, triage photos whose inner
-  out-of-fold probability of their own label is below 0.1 / 0.2 / 0.3 leave the fit; 1 / 6 / 14 photos of 285)
-  did not help: 0.901 / 0.902 / 0.891 against 0.903 (seeds 0-2), 0.886 against 0.898 (seeds 10-12); the noisy
-  labels are few and not separable from hard photos.
-* breed photos trained as ``normal_skin`` (``--cattle-as``) lower lumpy-skin recall (320 px: 0.89 -> 0.85, answered
-  photos right 0.95 -> 0.83) and still leave most breed photos lumpy_skin or inconclusive: they stay cattle-only.
-  Down-weighted to 0.1 / 0.25 of a normal-skin photo (current recipe, seeds 0-2 / 10-12 / 20-22): 0.918 / 0.916 /
-  0.908 and 0.914 / 0.911 against 0.918 / 0.916 / 0.907; lumpy-skin recall falls 0.01-0.02 for no gain.
-* BatchNorm statistics re-estimated on the domain (AdaBN, on the 538 gate and breed photos, none of them a triage
-  photo, at 320 px with their views) cost 0.02-0.03: 0.897 / 0.882 / 0.882, non-cattle turned away 0.991; the linear
-  head reads ImageNet's own statistics best. Scoring a third view (the mild augmentation) beside photo and mirror:
-  0.918 / 0.912 / 0.907, no gain.
+Why these defaults: the measurements behind each one are in ``docs/triage-model.md`` ("Why the training
+defaults").
 """
 
 from __future__ import annotations

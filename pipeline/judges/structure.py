@@ -63,6 +63,14 @@ def _px(mm: float, dpi: float) -> int:
     return max(1, round(mm * dpi / MM_PER_INCH))
 
 
+def _onto_view(box: Box, frame: tuple[int, int, int, int], h: int, w: int) -> Box:
+    """``box``, fractions of the page inside a scanner ``frame`` (top, bottom, left, right, in pixels of an
+    ``h`` x ``w`` view), as fractions of the view."""
+    top, bottom, left, right = frame
+    fx, fy = (w - left - right) / w, (h - top - bottom) / h
+    return (left / w + box[0] * fx, top / h + box[1] * fy, left / w + box[2] * fx, top / h + box[3] * fy)
+
+
 def _rect(w: int, h: int) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_RECT, (max(1, w), max(1, h)))
 
@@ -578,7 +586,8 @@ class StructureJudge:
         """All candidate regions with their scores (boxes as fractions of ``view``), and the page's dark
         fraction (for diagnosis): printed pictures (:meth:`printed`), and on a page without lines of text the
         pictures on its sheet (:mod:`.sheet`), which replace the printed regions they hold."""
-        found, dark, (top, bottom, left, right) = self.printed(view)
+        found, dark, frame = self.printed(view)
+        top, bottom, left, right = frame
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         if any(r.score >= self.threshold for r in found):
             found = self._off_the_edge(found, gray)
@@ -590,17 +599,12 @@ class StructureJudge:
             # plate) give way to it, and it keeps the best evidence of either. A page in a scanner's frame
             # is read on its own paper (the frame would make the whole page one piece on a black "mount"); a
             # photograph on a dark card, whose edges are no even sheet, on the card.
-            framed = top + bottom + left + right > 0 and self.sheet.is_sheet(inside)
-            fx, fy = ((w - left - right) / w, (h - top - bottom) / h) if framed else (1.0, 1.0)
-            ox, oy = (left / w, top / h) if framed else (0.0, 0.0)
+            frame = (top, bottom, left, right) if any(frame) and self.sheet.is_sheet(inside) else (0, 0, 0, 0)
+            top, bottom, left, right = frame
+            share = (h - top - bottom) * (w - left - right) / (h * w)
             sheet = [
-                Region(
-                    (ox + s.box[0] * fx, oy + s.box[1] * fy, ox + s.box[2] * fx, oy + s.box[3] * fy),
-                    s.area * fx * fy,
-                    0.0,
-                    s.score,
-                )
-                for s in self.sheet(view[top : h - bottom, left : w - right] if framed else view)
+                Region(_onto_view(s.box, frame, h, w), s.area * share, 0.0, s.score)
+                for s in self.sheet(view[top : h - bottom, left : w - right])
             ]
             pictures = [p for p in sheet if p.score >= self.threshold]
             held = [r for r in found if any(_overlap(r.box, p.box) for p in pictures)]
@@ -668,23 +672,7 @@ class StructureJudge:
         if hi - lo < 32:
             return [], 0.0, frame
         found, dark = self._page_regions(page, *_dark_rows_cols(page, (lo, hi)))
-        fx, fy = pw / w, ph / h
-        return (
-            [
-                replace(
-                    r,
-                    box=(
-                        left / w + r.box[0] * fx,
-                        top / h + r.box[1] * fy,
-                        left / w + r.box[2] * fx,
-                        top / h + r.box[3] * fy,
-                    ),
-                )
-                for r in found
-            ],
-            dark,
-            frame,
-        )
+        return [replace(r, box=_onto_view(r.box, frame, h, w)) for r in found], dark, frame
 
     def _page_regions(
         self, gray: np.ndarray, rows: np.ndarray, cols: np.ndarray, dark: float

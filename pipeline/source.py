@@ -87,14 +87,71 @@ def _find_remote(url: str) -> list[str]:
     return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
 
 
+HEADER_WINDOW = 1024
+"""Where a PDF's ``%PDF-`` header may start (Acrobat's rule: junk before it within the first KB is allowed)."""
+
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "PNG"),
+    (b"\xff\xd8\xff", "JPEG"),
+    (b"GIF87a", "GIF"),
+    (b"GIF89a", "GIF"),
+    (b"PK\x03\x04", "zip"),
+    (b"PK\x05\x06", "zip"),
+    (b"II*\x00", "TIFF"),
+    (b"MM\x00*", "TIFF"),
+    (b"BM", "BMP"),
+    (b"\x1f\x8b", "gzip"),
+    (b"%!PS", "PostScript"),
+)
+
+
+def sniff(path: str | Path) -> str | None:
+    """What a file's first KB says it is: ``None`` for a PDF (``%PDF-`` in it), else what it looks like
+    (``HTML``, ``PNG``, ``text``, ``empty``…; ``""`` for binary data of no known kind).
+
+    MuPDF opens HTML, SVG, Markdown, images and zips whatever the name and ``filetype``: a login page
+    saved as ``.pdf`` would become "text pages" with no error, so the content is checked first.
+    Raises ``OSError`` when the file cannot be read.
+    """
+    with open(path, "rb") as handle:
+        head = handle.read(HEADER_WINDOW)
+    if b"%PDF-" in head:
+        return None
+    if not head:
+        return "empty"
+    for signature, kind in _SIGNATURES:
+        if head.startswith(signature):
+            return kind
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WebP"
+    text = head.decode("utf-8", "ignore").lstrip("\ufeff \t\r\n").lower()
+    if text.startswith("<!doctype html") or "<html" in text or "<body" in text:
+        return "HTML"
+    if text.startswith("<?xml") or "<svg" in text:
+        return "SVG/XML"
+    printable = sum(byte >= 0x20 or byte in b"\t\n\r" for byte in head)
+    if b"\x00" not in head and printable >= 0.95 * len(head):
+        return "text"
+    return ""
+
+
 def open_pdf(path: str | Path) -> pymupdf.Document:
     """Open a PDF by path (MuPDF reads it lazily; the file is never loaded whole).
 
-    Raises ``PdfError`` for a file that is not a PDF, is encrypted, is damaged or has no pages.
+    Raises ``PdfError`` for a file that is not a PDF (by its content, see :func:`sniff`), is encrypted,
+    is damaged or has no pages.
     """
     import pymupdf  # here, not at the top: the main process of a parallel run never opens a PDF
 
     name = safe_text(Path(path).name)
+    try:
+        kind = sniff(path)
+    except OSError as exc:
+        raise PdfError(f"{name}: cannot be opened ({exc.strerror or exc})") from None
+    if kind == "empty":
+        raise PdfError(f"{name}: the file is empty")
+    if kind is not None:
+        raise PdfError(f"{name}: not a PDF: " + (f"looks like {kind}" if kind else "no %PDF- header in its first KB"))
     try:
         doc = _open_by_path(pymupdf, Path(path))
     except pymupdf.EmptyFileError:

@@ -1,8 +1,13 @@
+import csv
+import io
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
 import pytest
-from factories import encrypted_pdf, pdf_from_images, text_page, zero_page_pdf
+from factories import ARTICLE_CLI, encrypted_pdf, engraving, pdf_from_images, text_page, zero_page_pdf
+from PIL import Image
 
 from pipeline.source import PdfError, check_pdf, find_pdfs, gather_uploads, open_pdf, unpack_pdfs
 
@@ -56,6 +61,87 @@ def test_a_pdf_cut_after_its_header_is_refused_naming_the_file(tmp_path: Path) -
     truncated.write_bytes(whole[:400])
     with pytest.raises(PdfError, match=r"^truncated\.pdf: not a PDF, or damaged beyond repair$"):
         check_pdf(truncated)
+
+
+def _picture(kind: str) -> bytes:
+    data = io.BytesIO()
+    Image.new("RGB", (24, 16), (200, 30, 30)).save(data, format=kind)
+    return data.getvalue()
+
+
+def _zipped(members: dict[str, bytes]) -> bytes:
+    data = io.BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for name, member in members.items():
+            archive.writestr(name, member)
+    return data.getvalue()
+
+
+LOGIN_PAGE = b"\n  <!DOCTYPE html>\n<html><head><title>Sign in</title></head><body><form>...</form></body></html>\n"
+NOT_PDFS = {
+    "HTML": LOGIN_PAGE,
+    "SVG/XML": b'<?xml version="1.0"?>\n<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"></svg>',
+    "text": "# Notes\n\nA Markdown file, *named* `.pdf` — MuPDF would lay it out as pages.\n".encode(),
+    "JPEG": _picture("JPEG"),
+    "PNG": _picture("PNG"),
+    "GIF": _picture("GIF"),
+    "zip": _zipped({"page1.png": _picture("PNG")}),  # MuPDF reads it as a comic book archive
+}
+
+
+@pytest.mark.parametrize(("kind", "data"), NOT_PDFS.items(), ids=NOT_PDFS)
+def test_content_that_is_not_a_pdf_is_refused_whatever_its_name(tmp_path: Path, kind: str, data: bytes) -> None:
+    """MuPDF opens every one of these as pages (filetype="pdf" or not): the content is checked first."""
+    path = tmp_path / "issue 12.pdf"
+    path.write_bytes(data)
+    with pytest.raises(PdfError, match=rf"^issue 12\.pdf: not a PDF: looks like {kind}$"):
+        open_pdf(path)
+    with pytest.raises(PdfError, match="not a PDF"):
+        check_pdf(path)
+
+
+def test_binary_data_of_no_known_kind_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "noise.pdf"
+    path.write_bytes(bytes(range(256)) * 8)
+    with pytest.raises(PdfError, match=r"^noise\.pdf: not a PDF: no %PDF- header in its first KB$"):
+        open_pdf(path)
+
+
+def test_junk_before_the_header_is_allowed_within_the_first_kb(tmp_path: Path) -> None:
+    """Acrobat's rule: a PDF whose ``%PDF-`` starts within the first 1024 bytes (a mail gateway's or
+    scanner's prefix) still opens; one that starts later is refused."""
+    pdf = pdf_from_images(tmp_path / "scan.pdf", [text_page()] * 2).read_bytes()
+    prefixed = tmp_path / "prefixed.pdf"
+    prefixed.write_bytes(b"\x00\xff junk " * 125 + pdf)
+    assert prefixed.read_bytes().index(b"%PDF-") == 1000
+    assert check_pdf(prefixed) == 2
+    late = tmp_path / "late.pdf"
+    late.write_bytes(b"\x00" * 1024 + pdf)
+    with pytest.raises(PdfError, match=r"^late\.pdf: not a PDF"):
+        check_pdf(late)
+
+
+def test_a_login_page_named_pdf_gets_its_error_row_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Through the CLI: the HTML file is one manifest row with the reason; the real PDF's page is processed."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "login.pdf").write_bytes(LOGIN_PAGE)
+    pdf_from_images(tmp_path / "in" / "scan.pdf", [engraving(400, 500)])
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline", tmp_path / "in", "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--size", "64"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "login.pdf: not a PDF: looks like HTML" in result.stderr
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        rows = list(csv.DictReader(io.StringIO(archive.read("manifest.csv").decode())))
+    assert [(row["source"], row["page"], row["error"]) for row in rows] == [
+        ("login.pdf", "", "login.pdf: not a PDF: looks like HTML"),
+        ("scan.pdf", "1", ""),
+    ]
+    assert rows[1]["outputs"] == "scan_p0001.jpg"
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

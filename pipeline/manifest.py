@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pipeline.judges import Box
 from pipeline.names import safe_text
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""First characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection list)."""
+
 COLUMNS = (
     "source", "page", "kept", "score", "boxes", "outputs", "sizes", "fingerprints", "undersized", "duplicates",
     "too_small", "error", "warning",
@@ -41,9 +44,12 @@ class PageRecord:
     def row(self) -> dict[str, str]:
         """The CSV row: booleans as ``true``/``false``, lists joined by ``;``, boxes as page fractions.
 
-        Text from outside (the file name, MuPDF's messages) is made encodable: it never stops the run."""
+        Text from outside (the file name, MuPDF's messages) is made encodable, so it never stops the run,
+        and inert in a spreadsheet (:func:`csv_text`). Output names need no quote: their stems never start
+        with a formula character (:func:`pipeline.names.portable_stem`), and they are read back on resume.
+        """
         return {
-            "source": safe_text(self.source),
+            "source": csv_text(self.source),
             "page": "" if self.page is None else str(self.page),
             "kept": "true" if self.kept else "false",
             "score": "" if self.score is None else f"{self.score:.4f}",
@@ -54,6 +60,16 @@ class PageRecord:
             "undersized": ";".join(self.undersized),
             "duplicates": ";".join(self.duplicates),
             "too_small": ";".join(self.too_small),
-            "error": safe_text(self.error),
-            "warning": safe_text(self.warning),
+            "error": csv_text(self.error),
+            "warning": csv_text(self.warning),
         }
+
+
+def csv_text(text: str) -> str:
+    """``text`` made encodable (:func:`safe_text`) and, when it starts like a formula (``=``, ``+``, ``-``,
+    ``@``, tab, carriage return), prefixed with ``'``, as OWASP recommends against CSV injection: a PDF
+    named ``=HYPERLINK(…).pdf`` must not run in the spreadsheet that opens ``manifest.csv``. Idempotent,
+    so a row read back on resume and written again is unchanged. For text cells only: a negative score
+    stays a number."""
+    text = safe_text(text)
+    return "'" + text if text.startswith(FORMULA_STARTS) else text

@@ -3,7 +3,8 @@
 A file name with bytes that are not UTF-8 reaches Python as lone surrogates, and so can a MuPDF warning:
 written as they are, they stop the run while it writes ``manifest.csv``. Output names must also extract on
 Linux, macOS and Windows: no path separators, control or reserved characters, no reserved device names,
-no two names differing only by case, and short enough for any file system.
+no two names differing only by case, and short enough for any file system. Nor may they start with
+``=``, ``+``, ``-``, ``@`` (a formula in the spreadsheet that opens ``manifest.csv``, an option to a shell command).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ MAX_STEM_BYTES = 80
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UNPORTABLE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
+_FORMULA_STARTS = ("=", "+", "-", "@")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
 
@@ -38,11 +40,13 @@ def portable_stem(stem: str) -> str:
     """A file-name stem every common file system and ``unzip`` accepts, shortened with a hash when long.
 
     Characters Windows forbids and control characters become ``_``; leading/trailing dots and spaces go;
-    reserved device names (``CON``, ``LPT1``) get a ``_`` prefix; longer than :data:`MAX_STEM_BYTES` it keeps
-    its start and gains 8 hex digits of the original's hash, so two long names stay apart.
+    reserved device names (``CON``, ``LPT1``) and a leading formula character (``=``, ``+``,
+    ``-``, ``@``) get a ``_`` prefix, so output names never need a quote in ``manifest.csv``; longer than
+    :data:`MAX_STEM_BYTES` it keeps its start and gains 8 hex digits of the original's hash, so two long names
+    stay apart.
     """
     name = _UNPORTABLE.sub("_", unicodedata.normalize("NFC", safe_text(stem))).strip(" .") or "pdf"
-    if name.split(".")[0].lower() in _WINDOWS_RESERVED:
+    if name.split(".")[0].lower() in _WINDOWS_RESERVED or name.startswith(_FORMULA_STARTS):
         name = "_" + name
     encoded = name.encode("utf-8")
     if len(encoded) > MAX_STEM_BYTES:

@@ -29,6 +29,11 @@ def test_safe_text_replaces_undecodable_bytes_and_controls() -> None:
         ("CON", "_CON"),
         ("lpt1.scan", "_lpt1.scan"),
         ("tab\there", "tab_here"),
+        ("=1+1", "_=1+1"),  # a formula in a spreadsheet, an option to a shell command
+        ("-rf", "_-rf"),
+        ("@SUM(A1)", "_@SUM(A1)"),
+        ("+cmd", "_+cmd"),
+        ("a=b-c", "a=b-c"),
     ],
 )
 def test_portable_stem(stem: str, expected: str) -> None:

@@ -3,8 +3,9 @@
 A file name with bytes that are not UTF-8 reaches Python as lone surrogates, and so can a MuPDF warning:
 written as they are, they stop the run while it writes ``manifest.csv``. Output names must also extract on
 Linux, macOS and Windows: no path separators, control or reserved characters, no reserved device names,
-no two names differing only by case, and short enough for any file system. Nor may they start with
-``=``, ``+``, ``-``, ``@`` (a formula in the spreadsheet that opens ``manifest.csv``, an option to a shell command).
+no two names differing only by case, and short enough for any file system. They must not deceive either:
+no bidirectional controls (``cow`` + U+202E + ``gpj.exe`` shows as ``cowexe.jpg``), and no leading ``=``, ``+``,
+``-``, ``@`` (a formula in the spreadsheet that opens ``manifest.csv``, an option to a shell command).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ MAX_STEM_BYTES = 80
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _UNPORTABLE = re.compile(r'[\x00-\x1f\x7f<>:"/\\|?*]')
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+"""Bidirectional controls: they reorder how a name is shown (Trojan Source), never what it means."""
 _FORMULA_STARTS = ("=", "+", "-", "@")
 _WINDOWS_RESERVED = {"con", "prn", "aux", "nul", *(f"com{i}" for i in range(10)), *(f"lpt{i}" for i in range(10))}
 
@@ -39,13 +42,14 @@ def safe_text(text: str) -> str:
 def portable_stem(stem: str) -> str:
     """A file-name stem every common file system and ``unzip`` accepts, shortened with a hash when long.
 
-    Characters Windows forbids and control characters become ``_``; leading/trailing dots and spaces go;
-    reserved device names (``CON``, ``LPT1``) and a leading formula character (``=``, ``+``,
+    Characters Windows forbids and control characters become ``_``; bidirectional controls and leading/trailing
+    dots and spaces go; reserved device names (``CON``, ``LPT1``) and a leading formula character (``=``, ``+``,
     ``-``, ``@``) get a ``_`` prefix, so output names never need a quote in ``manifest.csv``; longer than
     :data:`MAX_STEM_BYTES` it keeps its start and gains 8 hex digits of the original's hash, so two long names
     stay apart.
     """
-    name = _UNPORTABLE.sub("_", unicodedata.normalize("NFC", safe_text(stem))).strip(" .") or "pdf"
+    name = _BIDI.sub("", unicodedata.normalize("NFC", safe_text(stem)))
+    name = _UNPORTABLE.sub("_", name).strip(" .") or "pdf"
     if name.split(".")[0].lower() in _WINDOWS_RESERVED or name.startswith(_FORMULA_STARTS):
         name = "_" + name
     encoded = name.encode("utf-8")

@@ -40,6 +40,16 @@ def test_portable_stem(stem: str, expected: str) -> None:
     assert portable_stem(stem) == expected
 
 
+BIDI_CONTROLS = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+@pytest.mark.parametrize("control", BIDI_CONTROLS, ids=[f"U+{ord(c):04X}" for c in BIDI_CONTROLS])
+def test_bidi_controls_leave_output_stems(control: str) -> None:
+    """``cow`` + U+202E + ``gpj.exe`` shows as ``cowexe.jpg``: the output name must show what it is."""
+    assert portable_stem(f"cow{control}gpj.exe") == "cowgpj.exe"
+    assert portable_stem(f"{control}{control}") == "pdf"
+
+
 def test_long_stems_are_shortened_apart() -> None:
     first, second = portable_stem("é" * 200 + "1"), portable_stem("é" * 200 + "2")
     assert first != second
@@ -74,6 +84,16 @@ def test_colliding_stems_lose_no_image(tmp_path: Path, output: str) -> None:
         assert sorted(listed) == sorted(names)
     else:
         assert sorted(p.name for p in (tmp_path / output).glob("*.jpg")) == sorted(names)
+
+
+def test_a_right_to_left_override_in_a_file_name_is_not_in_its_outputs(tmp_path: Path) -> None:
+    pdf = _pdf(tmp_path / "report\u202efdp.exe.pdf")
+    run([pdf], tmp_path / "out.zip", Options(**ARTICLE, size=64))
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        images = [name for name in archive.namelist() if name.endswith((".jpg", ".txt"))]
+    assert sorted(images) == ["reportfdp.exe_p0001.jpg", "reportfdp.exe_p0001.txt"]
+    (row,) = read_manifest(tmp_path / "out.zip")
+    assert row["outputs"] == "reportfdp.exe_p0001.jpg" and row["source"] == pdf.name, "the manifest keeps the name"
 
 
 @pytest.mark.parametrize("output", ["out.zip", "out"])

@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--not-cattle", type=Path)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.4, 0.55, 0.7, 0.85, 1.0])
     parser.add_argument("--folds", type=int, default=5, help="grouped CV folds (5: points from 40 %% to 80 %% of all)")
-    parser.add_argument("--cv-repeats", type=int, default=3)
+    parser.add_argument("--cv-repeats", type=int, default=train.TrainConfig.cv_repeats)
     parser.add_argument("--feature-cache", type=Path, help="reuse (or write) the backbone features")
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -42,14 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     curve = []  # (share of each fold's groups, cross-validation metrics)
     with tempfile.TemporaryDirectory() as out:
         for fraction in args.fractions:
-            metrics = train.train(
-                data,
-                Path(out),
-                folds=args.folds,
-                cv_repeats=args.cv_repeats,
-                feature_cache=args.feature_cache,
-                train_fraction=fraction,
-            )
+            config = train.TrainConfig(folds=args.folds, cv_repeats=args.cv_repeats, train_fraction=fraction)
+            metrics = train.train(data, Path(out), config, feature_cache=args.feature_cache)
             curve.append((fraction, metrics["cross_validation"]))
     every = curve[0][1]["triage_photos"] // args.cv_repeats
     print(

@@ -40,9 +40,11 @@ import json
 import math
 import sys
 import time
+import typing
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -107,6 +109,126 @@ class Dataset:
 
 class DataError(ValueError):
     """The photos or options given cannot make a model (a library error: ``main`` prints it as ``error:``)."""
+
+
+def _setting(default: object, help: str) -> Any:
+    """A ``TrainConfig`` field: its default and its ``--help`` line (``main`` builds the option from both)."""
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Every setting of a training run: ``train``'s recipe and ``main``'s options (one each, built from the fields,
+    so a default is written once). Values out of range raise ``DataError``. The measurements behind the defaults
+    are in ``docs/triage-model.md`` ("Why the training defaults")."""
+
+    epochs: int = _setting(TOP_EPOCHS, "with --tune top: epochs of Adam on the cached trunk outputs")
+    """``--tune top`` only; 5 (at lr 1e-4): 10 epochs at lr 3e-4 scored lower (``TOP_EPOCHS``)."""
+    views: int = _setting(3, "cached views per photo: the photo, its mirror, then mild augmentations")
+    """Views per photo in the feature cache; 3 (photo, mirror, one mild view): 2-8 scored within fold noise."""
+    folds: int = _setting(CV_FOLDS, "grouped CV folds choosing temperature and thresholds (0: none)")
+    """Grouped CV folds (0 or 1: none); 20, so each fold's model is close to the shipped one (``CV_FOLDS``)."""
+    cv_repeats: int = _setting(3, "grouped CV repeated with other fold draws")
+    """Fold draws pooled for the temperature, thresholds and estimate; 3 averages out one draw's fold noise."""
+    holdout: float = _setting(0.0, "fraction held out of all training and scored once (0: CV is the estimate)")
+    """Share of near-duplicate groups kept out of everything; 0: the shipped model trains on every photo."""
+    lr: float = _setting(TOP_LR, "with --tune top: Adam's learning rate")
+    """``--tune top`` only; 1e-4 (5 epochs): 3e-4 (10 epochs) scored lower (``TOP_LR``)."""
+    l2sp: float = _setting(L2SP, "with --tune top: L2-SP pull of the tuned convolutions back to ImageNet's weights")
+    """``--tune top`` only; 0.01: without the pull, top tuning scored lower (``L2SP``)."""
+    l2: float = _setting(L2, "ridge penalty of the classifier's triage rows, on standardised features")
+    """The triage rows' penalty; 0.5: with 20 folds it tied 0.35 and beat 0.7-1.4, also on fresh draws (``L2``)."""
+    l2_gate: float = _setting(L2_GATE, "ridge penalty of the classifier's gate (not_cattle) row")
+    """The gate row's penalty; weaker than ``l2``: the gate has three times the photos behind it (``L2_GATE``)."""
+    mid_l2_factor: float = _setting(MID_L2_FACTOR, "mid-level features' penalty as a fraction of their row's")
+    """0.25: at the final features' penalty the mid-level ones were under-used (``MID_L2_FACTOR``)."""
+    tune: Literal["head", "top"] = _setting(
+        "head", "head: ridge logistic regression on frozen features; top: then fine-tune from --tune-from on"
+    )
+    """What is fitted; ``head``: top tuning scored 0.007 lower on average and takes longer."""
+    tune_from: int = _setting(
+        TUNED_FROM_BLOCK, "with --tune top: first trained block of Lite0's 16; 16: the head convolution only"
+    )
+    """``--tune top`` only; 16: block 15 tuned as well scored lower (``TUNED_FROM_BLOCK``)."""
+    image_size: int = _setting(TRAINED_IMAGE_SIZE, "square input size in pixels")
+    """320, not ImageNet's 224: lumpy-skin nodules span more of the final map (``TRAINED_IMAGE_SIZE``)."""
+    mid_features: bool = _setting(True, "with --tune head: the last block's 192 inputs beside the 1280 final features")
+    """On: the mid-level features raised balanced accuracy and the answers' accuracy on every fold set."""
+    train_fraction: float = _setting(
+        1.0, "each CV fold trains on this share of its groups (learning curves; the saved model uses every photo)"
+    )
+    """Below 1 only for learning curves (``bench/learning_curve.py``); 1: folds train on all they may."""
+    balance: Literal["class", "source"] = _setting(
+        "class", "class: each label weighs the same; source: and within a label each source the same"
+    )
+    """Photo weights; ``class``: balanced accuracy is the target, ``source`` is measured in the model card."""
+    leave_source_out: bool = _setting(
+        True, "leave-one-source-out fits choose the policy (off: grouped CV alone chooses it)"
+    )
+    """On: a user's photos come from a collection the model never saw, which this estimate imitates."""
+    phash_distance: int = _setting(10, "near-duplicate photos: perceptual hashes within this many bits")
+    """10 bits: re-encodes and crops of a few percent fall within it, different photos rarely (``phash_groups``)."""
+    max_steps: int | None = _setting(None, "with --tune top: stop each training run after this many steps")
+    """Smoke tests only; None: every epoch runs."""
+    pretrained: bool = _setting(True, "ImageNet weights (off: random init, for tests)")
+    """On: the frozen trunk's ImageNet features are what the head reads; random weights are for tests."""
+    seed: int = _setting(SEED, "seed of the views, fold draws, holdout and top tuning")
+    """0: a fixed seed makes a run repeatable (the measurements vary it to see fold noise)."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in fields(self):
+            choices = typing.get_args(hints[f.name]) if typing.get_origin(hints[f.name]) is Literal else ()
+            if choices and getattr(self, f.name) not in choices:
+                raise DataError(f"--{_flag(f.name)} {getattr(self, f.name)!r}: not one of {list(choices)}")
+        ranges = {  # name: (in range, the range); out of range a run crashes or means nothing
+            "epochs": (self.epochs >= 0, "0 or more"),
+            "views": (self.views >= 1, "1 or more"),
+            "folds": (self.folds >= 0, "0 or more"),
+            "cv_repeats": (self.cv_repeats >= 0, "0 or more"),
+            "holdout": (0 <= self.holdout < 1, "in [0, 1)"),
+            "lr": (self.lr > 0, "above 0"),
+            "l2sp": (self.l2sp >= 0, "0 or more"),
+            "l2": (self.l2 >= 0, "0 or more"),
+            "l2_gate": (self.l2_gate >= 0, "0 or more"),
+            "mid_l2_factor": (self.mid_l2_factor >= 0, "0 or more"),
+            "tune_from": (0 <= self.tune_from <= TUNED_FROM_BLOCK, f"in [0, {TUNED_FROM_BLOCK}], Lite0's blocks"),
+            "image_size": (self.image_size >= 32, "32 or more: Lite0 shrinks a photo 32 times"),
+            "train_fraction": (0 < self.train_fraction <= 1, "in (0, 1]"),
+            "phash_distance": (0 <= self.phash_distance <= 64, "in [0, 64], a 64-bit hash"),
+            "max_steps": (self.max_steps is None or self.max_steps >= 0, "0 or more"),
+            "seed": (self.seed >= 0, "0 or more"),
+        }
+        for name, (ok, allowed) in ranges.items():
+            if not ok:
+                raise DataError(f"--{_flag(name)} {getattr(self, name)}: must be {allowed}")
+
+    @classmethod
+    def add_options(cls, parser: argparse.ArgumentParser) -> None:
+        """One option per field: ``--cv-repeats`` from ``cv_repeats``, its type, choices and default from the field
+        (booleans as ``--x``/``--no-x``), its help from the field's metadata; so the CLI cannot drift from here."""
+        group = parser.add_argument_group("training settings (models.train.TrainConfig)")
+        hints = typing.get_type_hints(cls)
+        for f in fields(cls):
+            kind = hints[f.name]
+            text = f.metadata["help"].replace("%", "%%") + " (default: %(default)s)"
+            option: dict[str, Any] = {"default": f.default, "help": text}
+            if kind is bool:
+                option["action"] = argparse.BooleanOptionalAction
+            elif typing.get_origin(kind) is Literal:
+                option["choices"] = typing.get_args(kind)
+            else:  # int, float, or one of them | None
+                option["type"] = next(t for t in (*typing.get_args(kind), kind) if t in (int, float))
+            group.add_argument(f"--{_flag(f.name)}", **option)
+
+    @classmethod
+    def from_options(cls, args: argparse.Namespace) -> TrainConfig:
+        """The settings parsed by options ``add_options`` added."""
+        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
+
+
+def _flag(name: str) -> str:
+    return name.replace("_", "-")
 
 
 def scan(
@@ -705,80 +827,85 @@ def _per_group(
 def train(
     data: Dataset,
     out_dir: Path,
-    epochs: int = TOP_EPOCHS,
-    views: int = 3,
-    folds: int = CV_FOLDS,
-    cv_repeats: int = 3,
-    holdout: float = 0.0,
-    lr: float = TOP_LR,
-    pretrained: bool = True,
-    phash_distance: int = 10,
-    max_steps: int | None = None,
-    seed: int = SEED,
-    tune: str = "head",
-    l2sp: float = L2SP,
-    l2: float = L2,
-    l2_gate: float = L2_GATE,
-    mid_l2_factor: float = MID_L2_FACTOR,
-    feature_cache: Path | None = None,
+    config: TrainConfig = TrainConfig(),
+    *,
     cattle_as: str | None = None,
-    tune_from: int = TUNED_FROM_BLOCK,
-    image_size: int = TRAINED_IMAGE_SIZE,
-    mid_features: bool = True,
-    train_fraction: float = 1.0,
-    balance: str = "class",
-    leave_sources_out: bool = True,
+    feature_cache: Path | None = None,
 ) -> dict[str, object]:
-    """Everything ``python -m models.train`` does; returns what it writes to ``metrics.json``."""
-    torch.manual_seed(seed)
+    """Everything ``python -m models.train`` does, with the settings ``config``; returns what it writes to
+    ``metrics.json``.
+
+    Apart from the settings because they change no fit: ``cattle_as`` is recorded in ``metrics.json`` (``scan``
+    applied it), ``feature_cache`` (development) reuses the trunk features of an earlier run with the same photos,
+    views, seed and weights.
+    """
+    torch.manual_seed(config.seed)
     started = time.perf_counter()
     id2label = dict(enumerate(data.labels))
     triage_labels = [x for x in data.labels if x != data.gate_label]
     alerts = {x: 0.5 for x in triage.NOTIFIABLE if x in triage_labels}
-    readout = tune == "head" and mid_features
+    readout = config.tune == "head" and config.mid_features
     if readout and len(data.labels) > READOUT_CHANNELS:
         raise DataError(f"at most {READOUT_CHANNELS} labels with mid-level features; use --no-mid-features")
-    base = build_lite0(id2label, pretrained=pretrained, image_size=image_size, readout=readout)
+    base = build_lite0(id2label, pretrained=config.pretrained, image_size=config.image_size, readout=readout)
     last = len(base.efficientnet.encoder.blocks)
-    upto = tune_from if tune == "top" else last - 1 if readout else last
-    key = [[str(p) for p in data.paths], views, seed, pretrained, phash_distance, upto, image_size]
+    upto = config.tune_from if config.tune == "top" else last - 1 if readout else last
+    key = [
+        [str(p) for p in data.paths],
+        config.views,
+        config.seed,
+        config.pretrained,
+        config.phash_distance,
+        upto,
+        config.image_size,
+    ]
     cached = torch.load(feature_cache) if feature_cache is not None and feature_cache.exists() else None
     if cached is not None and cached["key"] == key:  # development only: same photos, views, seed, weights
         feats, data.groups = cached["feats"], cached["groups"].numpy()
     else:
-        feats, thumbs = cache_features(base, data.paths, views, upto, image_size, seed=seed)
-        data.groups = phash_groups(thumbs, phash_distance)
+        feats, thumbs = cache_features(base, data.paths, config.views, upto, config.image_size, seed=config.seed)
+        data.groups = phash_groups(thumbs, config.phash_distance)
         del thumbs
         if feature_cache is not None:
             torch.save({"key": key, "feats": feats, "groups": torch.as_tensor(data.groups)}, feature_cache)
     pooled_feats = pool_views(base, feats, upto)  # of the ImageNet top, where every fit starts
-    if pretrained:  # random weights' features say nothing about what a photo shows
+    if config.pretrained:  # random weights' features say nothing about what a photo shows
         data.groups = join_similar(data.groups, pooled_feats[:, 0])
-    held = holdout_mask(data.groups, data.targets, holdout, seed=seed)
+    held = holdout_mask(data.groups, data.targets, config.holdout, seed=config.seed)
     fit = ~held
     slots: list[int] = []
     if readout:  # the final features of least variance give their places to the readout (labels unused)
         slots = sorted(pooled_feats[fit].flatten(0, 1).var(0).argsort()[: len(data.labels)].tolist())
         head_feats = torch.cat([pooled_feats, feats.float().mean(dim=(3, 4))], dim=-1)
-    elif tune == "head":
+    elif config.tune == "head":
         feats = pooled_feats
     initial = copy.deepcopy(base.state_dict())
     gate_index = data.labels.index(data.gate_label) if data.gate_label else None
     policy = triage.Policy.from_dict(
         data.labels,
-        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alerts": alerts, "mirror": views > 1},
+        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alerts": alerts, "mirror": config.views > 1},
     )
 
     sources = data.sources or [p.parent.name for p in data.paths]
 
     def fit_on(rows: np.ndarray, run_seed: int, desc: str) -> None:
         base.load_state_dict(initial)
-        w = source_balance(data.targets[rows], [sources[i] for i in rows]) if balance == "source" else None
+        w = source_balance(data.targets[rows], [sources[i] for i in rows]) if config.balance == "source" else None
         if readout:
             readout_of = (feats[rows], slots)
-            fit_head(base, head_feats[rows], data.targets[rows], gate_index, l2, l2_gate, readout_of, mid_l2_factor, w)
-        elif tune == "head":
-            fit_head(base, feats[rows], data.targets[rows], gate_index, l2, l2_gate, photo_weights=w)
+            fit_head(
+                base,
+                head_feats[rows],
+                data.targets[rows],
+                gate_index,
+                config.l2,
+                config.l2_gate,
+                readout_of,
+                config.mid_l2_factor,
+                w,
+            )
+        elif config.tune == "head":
+            fit_head(base, feats[rows], data.targets[rows], gate_index, config.l2, config.l2_gate, photo_weights=w)
         else:
             train_top(
                 base,
@@ -786,15 +913,15 @@ def train(
                 pooled_feats[rows],
                 data.targets[rows],
                 gate_index,
-                epochs,
-                lr,
-                l2=l2,
-                l2_gate=l2_gate,
-                l2sp=l2sp,
+                config.epochs,
+                config.lr,
+                l2=config.l2,
+                l2_gate=config.l2_gate,
+                l2sp=config.l2sp,
                 start=upto,
                 seed=run_seed,
                 desc=desc,
-                max_steps=max_steps,
+                max_steps=config.max_steps,
             )
 
     def logits_of(rows: np.ndarray) -> np.ndarray:
@@ -805,13 +932,15 @@ def train(
     fit_idx = np.nonzero(fit)[0]
     oof_logits, repeat_bal, trained_on = [], [], []
     triage_indices = [data.labels.index(x) for x in triage_labels]
-    for r in range(cv_repeats if folds > 1 else 0):
-        fold_of = grouped_folds(data.groups[fit], data.targets[fit], folds, seed=seed + r)
+    for r in range(config.cv_repeats if config.folds > 1 else 0):
+        fold_of = grouped_folds(data.groups[fit], data.targets[fit], config.folds, seed=config.seed + r)
         oof = np.zeros((len(fit_idx), len(data.labels)))
-        for k in range(folds):
-            rows = subsample_groups(fit_idx[fold_of != k], data.groups, train_fraction, seed=seed + r * folds + k)
+        for k in range(config.folds):
+            rows = subsample_groups(
+                fit_idx[fold_of != k], data.groups, config.train_fraction, seed=config.seed + r * config.folds + k
+            )
             trained_on.append(int(np.isin(data.targets[rows], triage_indices).sum()))
-            fit_on(rows, seed + k, f"repeat {r + 1}/{cv_repeats} fold {k + 1}/{folds}")
+            fit_on(rows, config.seed + k, f"repeat {r + 1}/{config.cv_repeats} fold {k + 1}/{config.folds}")
             oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
         oof_logits.append(oof)
         repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
@@ -822,9 +951,9 @@ def train(
     fit_sources = np.array([sources[i] for i in fit_idx], dtype=object)
     out_of_source = oof_logits[0].copy() if oof_logits else np.full((len(fit_idx), len(data.labels)), np.nan)
     method = np.full(len(fit_idx), "grouped CV" if oof_logits else "", dtype=object)
-    left_out = sources_to_leave_out(fit_targets, fit_sources) if leave_sources_out else {}
+    left_out = sources_to_leave_out(fit_targets, fit_sources) if config.leave_source_out else {}
     for name, mask in tqdm(left_out.items(), desc="leave one source out", unit="source"):
-        fit_on(fit_idx[~mask], seed, f"without {name}")
+        fit_on(fit_idx[~mask], config.seed, f"without {name}")
         out_of_source[mask] = logits_of(fit_idx[mask])
         method[mask] = "source left out"
     scored = method != ""
@@ -836,9 +965,9 @@ def train(
         if not left_out:
             policy = choose_operating_point(policy, all_oof, all_targets)
         cv = evaluate(policy, all_oof, all_targets) | {
-            "repeats": cv_repeats,
+            "repeats": config.cv_repeats,
             "balanced_accuracy_per_repeat": repeat_bal,
-            "train_fraction": train_fraction,
+            "train_fraction": config.train_fraction,
             "triage_photos_per_fit": float(np.mean(trained_on)),
         }
 
@@ -851,14 +980,14 @@ def train(
             "per_kind": _per_group(policy, out_of_source, fit_targets, kinds, method),
         }
 
-    fit_on(fit_idx, seed, "final")
+    fit_on(fit_idx, config.seed, "final")
     held_metrics = evaluate(policy, logits_of(np.nonzero(held)[0]), data.targets[held]) if held.any() else {}
     seconds = time.perf_counter() - started
 
     base.config.triage = policy.to_dict()
     out_dir.mkdir(parents=True, exist_ok=True)
     base.save_pretrained(out_dir)
-    processor = image_processor(image_size)
+    processor = image_processor(config.image_size)
     processor.save_pretrained(out_dir)
     # transformers writes the backend-neutral name, which picks the torchvision backend where torchvision is
     # installed (a Space): name the PIL class we trained with, so every install preprocesses the same way.
@@ -873,25 +1002,34 @@ def train(
         | ({"cattle_only": int((data.targets == CATTLE_ONLY).sum())} if data.gate_label else {}),
         "cattle_as": cattle_as,
         "split": {
-            "method": f"near-duplicate groups (phash ≤ {phash_distance} bits"
-            + (f" or ImageNet-feature cosine ≥ {FEATURE_LINK_COSINE}" if pretrained else "")
+            "method": f"near-duplicate groups (phash ≤ {config.phash_distance} bits"
+            + (f" or ImageNet-feature cosine ≥ {FEATURE_LINK_COSINE}" if config.pretrained else "")
             + ", chained) never straddle a split",
             "groups": len(np.unique(data.groups)),
-            "holdout_fraction": holdout,
+            "holdout_fraction": config.holdout,
             "holdout_photos": int(held.sum()),
             "holdout_files": [f"{p.parent.name}/{p.name}" for p in np.array(data.paths, dtype=object)[held]],
-            "cv_folds": folds,
-            "cv_repeats": cv_repeats,
-            "seed": seed,
+            "cv_folds": config.folds,
+            "cv_repeats": config.cv_repeats,
+            "seed": config.seed,
         },
-        "training": {"tune": tune, "image_size": image_size, "views": views, "mirror_averaged": policy.mirror}
+        "training": {
+            "tune": config.tune,
+            "image_size": config.image_size,
+            "views": config.views,
+            "mirror_averaged": policy.mirror,
+        }
         | (
-            {"mid_features": {"input_of_block": last - 1, "slots": slots, "l2_factor": mid_l2_factor}}
+            {"mid_features": {"input_of_block": last - 1, "slots": slots, "l2_factor": config.mid_l2_factor}}
             if readout
             else {}
         )
-        | {"l2": l2, "l2_gate": l2_gate, "balance": balance}
-        | ({} if tune == "head" else {"tuned_from_block": tune_from, "epochs": epochs, "lr": lr, "l2sp": l2sp})
+        | {"l2": config.l2, "l2_gate": config.l2_gate, "balance": config.balance}
+        | (
+            {}
+            if config.tune == "head"
+            else {"tuned_from_block": config.tune_from, "epochs": config.epochs, "lr": config.lr, "l2sp": config.l2sp}
+        )
         | {"seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()},
         "leave_one_source_out": by_source,
         "cross_validation": cv,
@@ -906,7 +1044,8 @@ def _headline(metrics: dict[str, object]) -> dict[str, object]:
     return {k: v for k, v in loso.items() if k not in ("per_source", "per_kind", "confusion")}
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """``main``'s options: the data, output and machine ones here, every training setting from ``TrainConfig``."""
     parser = argparse.ArgumentParser(prog="python -m models.train", description=__doc__.split("\n\n")[0])
     parser.add_argument("data_dir", type=Path, help="one sub-folder per triage class (breed_* = cattle, no label)")
     parser.add_argument("-o", "--output", type=Path, required=True, help="model folder to write")
@@ -926,114 +1065,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
     )
-    parser.add_argument("--epochs", type=int, default=TOP_EPOCHS, help=f"with --tune top (default {TOP_EPOCHS})")
-    parser.add_argument(
-        "--views", type=int, default=3, help="cached views per photo: the photo, its mirror, augmented ones"
-    )
-    parser.add_argument(
-        "--folds",
-        type=int,
-        default=CV_FOLDS,
-        help=f"grouped CV folds choosing temperature, thresholds (default {CV_FOLDS}; 0: none)",
-    )
-    parser.add_argument("--cv-repeats", type=int, default=3, help="grouped CV repeated with other fold draws")
-    parser.add_argument(
-        "--holdout",
-        type=float,
-        default=0.0,
-        help="fraction held out of all training and scored once (0, default: train on every photo; CV is the estimate)",
-    )
-    parser.add_argument("--lr", type=float, default=TOP_LR, help=f"with --tune top: Adam's (default {TOP_LR})")
-    parser.add_argument(
-        "--l2sp", type=float, default=L2SP, help=f"with --tune top: pull back to ImageNet's weights (default {L2SP})"
-    )
-    parser.add_argument("--l2", type=float, default=L2, help=f"classifier's triage rows' ridge penalty (default {L2})")
-    parser.add_argument("--l2-gate", type=float, default=L2_GATE, help=f"gate row's (default {L2_GATE})")
-    parser.add_argument(
-        "--mid-l2-factor",
-        type=float,
-        default=MID_L2_FACTOR,
-        help=f"mid-level features' penalty as a fraction of their row's (default {MID_L2_FACTOR})",
-    )
-    parser.add_argument(
-        "--tune",
-        choices=("head", "top"),
-        default="head",
-        help="head (default): ridge logistic regression on frozen features; top: then fine-tune from --tune-from on",
-    )
-    parser.add_argument(
-        "--tune-from",
-        type=int,
-        default=TUNED_FROM_BLOCK,
-        help=f"with --tune top: first trained block of 16; 16 = the head convolution only (default {TUNED_FROM_BLOCK})",
-    )
-    parser.add_argument(
-        "--image-size",
-        type=int,
-        default=TRAINED_IMAGE_SIZE,
-        help=f"square input size in pixels (default {TRAINED_IMAGE_SIZE})",
-    )
-    parser.add_argument(
-        "--no-mid-features",
-        action="store_true",
-        help="head on the final 1280 features only (default with --tune head: plus the last block's 192 inputs)",
-    )
-    parser.add_argument(
-        "--train-fraction",
-        type=float,
-        default=1.0,
-        help="each CV fold trains on this share of its groups (learning curves; the saved model uses every photo)",
-    )
-    parser.add_argument(
-        "--balance",
-        choices=("class", "source"),
-        default="class",
-        help="class (default): each label weighs the same; source: and within a label each source the same",
-    )
-    parser.add_argument(
-        "--no-leave-source-out",
-        action="store_true",
-        help="skip leave-one-source-out (then the policy is chosen on grouped CV alone)",
-    )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
-    parser.add_argument("--phash-distance", type=int, default=10)
-    parser.add_argument(
-        "--max-steps", type=int, help="with --tune top: stop each training run after this many steps (smoke tests)"
-    )
-    parser.add_argument("--no-pretrained", action="store_true", help="random init instead of ImageNet weights")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    parser.add_argument("--seed", type=int, default=SEED)
-    args = parser.parse_args(argv)
+    TrainConfig.add_options(parser)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The CLI; a data or settings error is one ``error:`` line and exit 2 (a user's mistake, not a traceback)."""
+    args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
+        config = TrainConfig.from_options(args)
         data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
-        metrics = train(
-            data,
-            args.output,
-            epochs=args.epochs,
-            views=args.views,
-            folds=args.folds,
-            cv_repeats=args.cv_repeats,
-            holdout=args.holdout,
-            lr=args.lr,
-            pretrained=not args.no_pretrained,
-            phash_distance=args.phash_distance,
-            max_steps=args.max_steps,
-            seed=args.seed,
-            tune=args.tune,
-            l2sp=args.l2sp,
-            l2=args.l2,
-            l2_gate=args.l2_gate,
-            mid_l2_factor=args.mid_l2_factor,
-            feature_cache=args.feature_cache,
-            cattle_as=args.cattle_as,
-            tune_from=args.tune_from,
-            image_size=args.image_size,
-            mid_features=not args.no_mid_features,
-            train_fraction=args.train_fraction,
-            balance=args.balance,
-            leave_sources_out=not args.no_leave_source_out,
-        )
+        metrics = train(data, args.output, config, cattle_as=args.cattle_as, feature_cache=args.feature_cache)
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -601,9 +601,8 @@ def test_training_reports_every_source_left_out(data_dir: Path, tmp_path: Path) 
     """Leave-one-source-out on the generated photos: each folder a source, normal skin in two of them."""
     torch.set_num_threads(1)
     data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], [data_dir / "not_cattle"], cattle_as="normal_skin")
-    metrics = train.train(
-        data, tmp_path / "m", views=2, folds=2, cv_repeats=1, pretrained=False, image_size=64, balance="source"
-    )
+    config = train.TrainConfig(views=2, folds=2, cv_repeats=1, pretrained=False, image_size=64, balance="source")
+    metrics = train.train(data, tmp_path / "m", config)
     loso = metrics["leave_one_source_out"]
     assert loso["sources_left_out"] == ["breed_x", "normal_skin"], "lumpy_skin, not_cattle: their label's only one"
     assert loso["per_source"]["lumpy_skin"]["method"] == loso["per_source"]["not_cattle"]["method"] == "grouped CV"
@@ -630,3 +629,22 @@ def test_the_cli_says_what_is_wrong_with_the_data_instead_of_a_traceback(tmp_pat
     (tmp_path / "lumpy_skin").mkdir()
     assert train.main([str(tmp_path), "-o", str(tmp_path / "model")]) == 2
     assert "error: need at least two class folders" in capsys.readouterr().err
+
+
+def test_the_cli_defaults_are_train_config_defaults_and_the_old_flags_keep_their_meaning() -> None:
+    """The options are built from ``TrainConfig``: a default set by hand in the parser would drift from train()'s."""
+    parser = train.build_parser()
+    assert train.TrainConfig.from_options(parser.parse_args(["photos", "-o", "model"])) == train.TrainConfig()
+    old_flags = ["--no-mid-features", "--no-pretrained", "--no-leave-source-out", "--cv-repeats", "2", "--tune", "top"]
+    parsed = train.TrainConfig.from_options(parser.parse_args(["photos", "-o", "model", *old_flags]))
+    assert parsed == train.TrainConfig(
+        mid_features=False, pretrained=False, leave_source_out=False, cv_repeats=2, tune="top"
+    )
+
+
+def test_settings_out_of_range_are_a_data_error_the_cli_prints(tmp_path: Path, capsys) -> None:
+    for bad in ({"holdout": 1.0}, {"views": 0}, {"train_fraction": 0.0}, {"tune": "all"}, {"seed": -1}):
+        with pytest.raises(train.DataError, match=f"--{next(iter(bad)).replace('_', '-')} "):
+            train.TrainConfig(**bad)
+    assert train.main([str(tmp_path), "-o", str(tmp_path / "model"), "--holdout", "1.5"]) == 2
+    assert "error: --holdout 1.5: must be in [0, 1)" in capsys.readouterr().err

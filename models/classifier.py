@@ -22,6 +22,8 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import re
+import struct
 import time
 import weakref
 from collections.abc import Iterator, Sequence
@@ -124,22 +126,70 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
     """One photo as upright RGB, the same way for the Space, ``models.predict`` and training.
 
     Phones store many photos sideways with an EXIF orientation saying how to turn them: the model must see the
-    animal as a person would. Raises :class:`ImageInputError` saying whether the file is too large, not an
-    image at all, or an image that is damaged (a truncated upload)."""
+    animal as a person would. Raises :class:`ImageInputError`, one sentence naming the file, for every way a file
+    can fail: too large (as PIL or a HEIC's own boxes declare it: libheif decodes the declared size, whatever PIL
+    reports after cropping), not an image at all, or one its decoder gives up on (``could not read photo X: …``,
+    libheif's ``RuntimeError`` included: it must not reach the user as a traceback)."""
     name = Path(path).name
     try:
         with Image.open(path) as im:
-            if im.width * im.height > MAX_PIXELS:
+            width, height = max((im.size, *_heif_declared_sizes(path, im)), key=lambda size: size[0] * size[1])
+            if width * height > MAX_PIXELS:
                 raise ImageInputError(
-                    f"{name} is {im.width}x{im.height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
+                    f"{name} is {width}x{height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
                 )
             return ImageOps.exif_transpose(im).convert("RGB")
     except Image.DecompressionBombError:
-        raise ImageInputError(f"{name} is too large to open; resize it below {MAX_PIXELS // 1_000_000} MP.") from None
+        raise ImageInputError(
+            f"could not read photo {name}: it is too large to open; resize it below {MAX_PIXELS // 1_000_000} MP."
+        ) from None
     except UnidentifiedImageError:
         raise ImageInputError(f"{name} is not an image that can be read (expected a {PHOTO_FORMATS} photo).") from None
-    except (OSError, ValueError, SyntaxError) as exc:  # truncated data, bad chunks, broken headers
-        raise ImageInputError(f"{name} is a damaged image ({exc}); send the photo again.") from None
+    except ImageInputError:
+        raise
+    except MemoryError:
+        raise ImageInputError(f"could not read photo {name}: not enough memory to decode it.") from None
+    except Exception as exc:  # noqa: BLE001 - truncated data, bad chunks, libheif's RuntimeError, EOFError…
+        reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
+        raise ImageInputError(f"could not read photo {name}: {reason}; it may be damaged, send it again.") from None
+
+
+_HEIF_META_LIMIT = 1 << 20
+"""Bytes of a HEIF's ``meta`` box read for its declared sizes (a phone's is a few KB)."""
+
+
+def _heif_declared_sizes(path: str | os.PathLike[str], image: Image.Image) -> list[tuple[int, int]]:
+    """Each ``ispe`` (image spatial extent) a HEIF's ``meta`` box declares: libheif allocates these, up to 1 GP,
+    before it finds that the data does not match. Empty for other formats."""
+    if image.format not in ("HEIF", "AVIF"):
+        return []
+    try:
+        return _ispe_boxes(path)
+    except (OSError, struct.error):  # a box cut short: the decoder says what is wrong
+        return []
+
+
+def _ispe_boxes(path: str | os.PathLike[str]) -> list[tuple[int, int]]:
+    """The ``ispe`` boxes (always 20 bytes: header, version, width, height) among the top-level ``meta`` box's."""
+    with open(path, "rb") as handle:
+        for _ in range(64):  # ftyp and meta come first; never walk a file of tiny boxes to its end
+            header = handle.read(8)
+            if len(header) < 8:
+                return []
+            size, kind = struct.unpack(">I4s", header)
+            header_size = 8
+            if size == 1:  # a 64-bit size follows
+                size, header_size = struct.unpack(">Q", handle.read(8))[0], 16
+            elif size == 0:  # the box runs to the end of the file
+                size = header_size + _HEIF_META_LIMIT
+            if size < header_size:
+                return []
+            if kind == b"meta":
+                meta = handle.read(min(size - header_size, _HEIF_META_LIMIT))
+                starts = (m.start() for m in re.finditer(b"\x00\x00\x00\x14ispe", meta))
+                return [struct.unpack(">II", meta[at + 12 : at + 20]) for at in starts if at + 20 <= len(meta)]
+            handle.seek(size - header_size, os.SEEK_CUR)
+    return []
 
 
 def photo_preview(path: str | os.PathLike[str] | None, longest: int = 1024) -> Image.Image | None:

@@ -9,8 +9,10 @@ For vets with a folder of photos, and for evaluations: the same load → infer �
 
 ``probabilities`` are the calibrated triage probabilities, present whatever the verdict; ``gate`` is P(not cattle)
 (``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer.
-Without ``--json``: a table, then with ``--case`` one verdict for all the photos as one animal. An unreadable
-file is reported (``"error"``) and skipped; exit code 1 if any was.
+Without ``--json``: a table, then with ``--case`` one verdict for all the photos as one animal. A file that
+cannot be read (not an image, too large, damaged) is skipped and said in one sentence: an ``"error"`` object with
+``--json``, else one ``error: could not read photo X: …`` line on stderr, so the table stays a table; the other
+photos are still classified, and the exit code is 1.
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def _emit(as_json: bool, row: dict[str, object]) -> None:
     if as_json:
         print(json.dumps(row), flush=True)
     elif "error" in row:
-        print(f"{row['file']}\terror: {row['error']}")
+        print(f"error: {row['error']}", file=sys.stderr, flush=True)  # the message names the file
     else:
         probs = " ".join(f"{k}={v:.3f}" for k, v in row["probabilities"].items())  # type: ignore[union-attr]
         print(f"{row.get('file', 'case')}\t{row.get('verdict', row.get('case'))}\t{probs}", flush=True)

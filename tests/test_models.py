@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import gc
+import io
+import json
 import pickle
+import struct
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +19,7 @@ from safetensors.torch import load_file
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 
 import models
-from models import ImageInputError, ModelLoadError
+from models import ImageInputError, ModelLoadError, classifier, predict
 
 LABELS = {0: "tiny-a", 1: "tiny-b", 2: "tiny-c"}
 
@@ -209,7 +213,7 @@ def test_the_preview_is_the_upright_photo_shrunk_and_none_for_what_cannot_be_rea
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [(b"not an image at all", "is not an image"), (None, "is a damaged image")],
+    [(b"not an image at all", "is not an image"), (None, r"^could not read photo upload\.jpg: .*damaged")],
 )
 def test_unreadable_photos_say_what_is_wrong(tmp_path: Path, content: bytes | None, message: str) -> None:
     path = tmp_path / "upload.jpg"
@@ -220,6 +224,109 @@ def test_unreadable_photos_say_what_is_wrong(tmp_path: Path, content: bytes | No
         path.write_bytes(content)
     with pytest.raises(ImageInputError, match=message):
         models.open_images([path])
+
+
+def _encoded(kind: str) -> bytes:
+    data = io.BytesIO()
+    image = Image.new("RGB", (64, 48), (120, 80, 40))
+    if kind == "HEIC":
+        save_heic(image, data)
+    else:
+        image.save(data, format=kind, **({"lossless": True} if kind == "WEBP" else {}))
+    return data.getvalue()
+
+
+def declaring(kind: str, width: int, height: int) -> bytes:
+    """A small photo whose header declares ``width`` × ``height`` pixels: a decompression bomb, or a damaged file
+    that asks the decoder for memory it will never fill."""
+    data = bytearray(_encoded(kind))
+    if kind == "PNG":  # IHDR, with its CRC redone (PIL checks it)
+        data[16:24] = struct.pack(">II", width, height)
+        data[29:33] = struct.pack(">I", zlib.crc32(bytes(data[12:29])))
+    elif kind == "JPEG":  # the baseline frame header: height, then width
+        at = data.index(b"\xff\xc0")
+        data[at + 5 : at + 9] = struct.pack(">HH", height, width)
+    elif kind == "BMP":
+        data[18:26] = struct.pack("<ii", width, height)
+    elif kind == "TIFF":  # ImageWidth and ImageLength, LONG values in the first IFD
+        ifd = struct.unpack("<I", data[4:8])[0]
+        for entry in range(struct.unpack("<H", data[ifd : ifd + 2])[0]):
+            at = ifd + 2 + 12 * entry
+            tag = struct.unpack("<H", data[at : at + 2])[0]
+            if tag in (256, 257):
+                data[at + 8 : at + 12] = struct.pack("<I", width if tag == 256 else height)
+    elif kind == "WEBP":  # VP8L: 14 bits each of width - 1 and height - 1
+        low = struct.unpack("<I", data[21:25])[0] & ~((1 << 28) - 1)
+        data[21:25] = struct.pack("<I", low | (width - 1) | (height - 1) << 14)
+    elif kind == "HEIC":  # the image spatial extent box; PIL still reports the 64 × 48 crop
+        at = data.index(b"ispe")
+        data[at + 8 : at + 16] = struct.pack(">II", width, height)
+    return bytes(data)
+
+
+HUGE = [("PNG", 60_000), ("JPEG", 60_000), ("BMP", 60_000), ("TIFF", 60_000), ("WEBP", 16_384), ("HEIC", 60_000)]
+
+
+@pytest.mark.parametrize(("kind", "side"), HUGE, ids=[kind for kind, _ in HUGE])
+def test_a_photo_declaring_a_huge_size_is_refused_in_one_sentence(tmp_path: Path, kind: str, side: int) -> None:
+    """Each format read_photo accepts, its header declaring far more than MAX_PIXELS (a HEIC of 60000 × 60000
+    raised libheif's RuntimeError, uncaught): one sentence naming the file, and no preview."""
+    path = tmp_path / f"huge.{kind.lower()}"
+    path.write_bytes(declaring(kind, side, side))
+    with pytest.raises(ImageInputError) as error:
+        models.read_photo(path)
+    message = str(error.value)
+    assert path.name in message and "resize it below 40 MP" in message and "\n" not in message
+    assert models.photo_preview(path) is None
+
+
+def test_a_heic_just_over_the_limit_says_its_size(tmp_path: Path) -> None:
+    path = tmp_path / "IMG_0002.HEIC"
+    path.write_bytes(declaring("HEIC", 7_000, 6_000))
+    with pytest.raises(ImageInputError, match=r"^IMG_0002\.HEIC is 7000x6000 pixels; resize it below 40 MP\.$"):
+        models.read_photo(path)
+
+
+@pytest.mark.parametrize("side", [6_000, 60_000], ids=["size-mismatch", "libheif-security-limit"])
+def test_whatever_libheif_raises_becomes_one_sentence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, side: int
+) -> None:
+    """Past the size check (as if the file had hidden its declared size), libheif's own errors (its RuntimeError
+    for 60000², a ValueError for data that does not fill the size) still name the file in one sentence."""
+    monkeypatch.setattr(classifier, "_heif_declared_sizes", lambda path, image: [])
+    path = tmp_path / "cow.heic"
+    path.write_bytes(declaring("HEIC", side, side))
+    with pytest.raises(
+        ImageInputError, match=r"^could not read photo cow\.heic: .+; it may be damaged, send it again\.$"
+    ):
+        models.read_photo(path)
+
+
+def test_predict_says_each_unreadable_photo_in_one_error_line_and_classifies_the_rest(
+    tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rng = np.random.default_rng(3)
+    for name in ("a.jpg", "c.png"):
+        Image.fromarray(rng.integers(0, 255, (80, 96, 3), dtype=np.uint8)).save(tmp_path / name)
+    (tmp_path / "b.heic").write_bytes(declaring("HEIC", 60_000, 60_000))
+    (tmp_path / "b2.png").write_bytes(declaring("PNG", 60_000, 60_000))
+    photos = [tmp_path / name for name in ("a.jpg", "b.heic", "b2.png", "c.png")]
+    assert predict.main([*map(str, photos), "--model", str(tiny_model)]) == 1
+    out, err = capsys.readouterr()
+    assert [line.split("\t")[0] for line in out.splitlines()] == [str(photos[0]), str(photos[3])]
+    assert "Traceback" not in err
+    assert [line for line in err.splitlines() if "error" in line] == [
+        "error: b.heic is 60000x60000 pixels; resize it below 40 MP.",
+        "error: could not read photo b2.png: it is too large to open; resize it below 40 MP.",
+    ]
+    assert predict.main([*map(str, photos), "--model", str(tiny_model), "--json"]) == 1
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [("error" in row, "verdict" in row) for row in rows] == [
+        (False, True),
+        (True, False),
+        (True, False),
+        (False, True),
+    ]
 
 
 def test_offload_moves_to_the_cpu_collects_and_empties_the_cuda_cache(

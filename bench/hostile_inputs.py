@@ -1,7 +1,9 @@
 """Hostile and unlucky inputs through the CLI: does every run finish, with a row per page and bounded memory?
 
 Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fresh process (peak RSS of the
-whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, and peak memory.
+whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, rows refused as not a PDF
+(HTML, SVG, images named ``.pdf``), manifest cells a spreadsheet would run as formulas, output names holding
+bidirectional controls, and peak memory.
 ``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
 
     python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER]
@@ -76,6 +78,20 @@ def make_cases(folder: Path) -> dict[str, tuple[Path, int]]:
         doc.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=picture.getvalue())
     doc.save(jpx)
     cases[f"2 pages, 20,000² JPX ({jpx.stat().st_size / 1024:.1f} KB)"] = (jpx, 2)
+
+    fakes = folder / "fakes"  # MuPDF opens each of these as pages whatever the name: refused by content
+    fakes.mkdir(parents=True, exist_ok=True)
+    (fakes / "login.pdf").write_bytes(b"<!DOCTYPE html><html><body><form>Sign in</form></body></html>\n")
+    (fakes / "drawing.pdf").write_bytes(b'<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"/>')
+    (fakes / "notes.pdf").write_bytes(b"# Notes\n\nMarkdown saved as .pdf\n")
+    Image.new("RGB", (40, 30)).save(fakes / "photo.pdf", format="PNG")
+    _scan_pdf(fakes / "real.pdf")
+    cases["HTML, SVG, Markdown, PNG named .pdf + 1 scan"] = (fakes, 5)
+
+    hostile = folder / "formulas"
+    for number, stem in enumerate(("=1+1", "+cmd", "-2", "@SUM(A1)", "\tx", "cow\u202egpj.exe")):
+        _scan_pdf(hostile / f"{stem}.pdf", seed=number)
+    cases["names = + - @ tab, U+202E"] = (hostile, 6)
     return cases
 
 
@@ -103,20 +119,29 @@ def run_case(repo: Path, source: Path, out: Path) -> tuple[int, int, str]:
     return process.returncode, peak, errors[-1] if errors else ""
 
 
-def count_outputs(out: Path) -> tuple[int, int, int]:
-    """(manifest rows, images named in the manifest's outputs, distinct images actually there)."""
-    text, there = "", 0
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+BIDI = {"\u061c", "\u200e", "\u200f", *map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))}
+
+
+def count_outputs(out: Path) -> tuple[int, int, int, int, int, int]:
+    """(manifest rows, images named in the manifest's outputs, distinct images actually there, rows refused as
+    not a PDF, manifest cells a spreadsheet would run as a formula, output names with bidirectional controls)."""
+    text, files = "", []
     if out.suffix == ".zip" and out.exists():
         with zipfile.ZipFile(out) as archive:
-            there = len({n for n in archive.namelist() if n.endswith(".jpg")})
-            if "manifest.csv" in archive.namelist():
+            files = archive.namelist()
+            if "manifest.csv" in files:
                 text = archive.read("manifest.csv").decode("utf-8", "replace")
     elif out.is_dir():
-        there = len(list(out.glob("*.jpg")))
+        files = [path.name for path in out.iterdir()]
         text = (out / "manifest.csv").read_text("utf-8", "replace") if (out / "manifest.csv").exists() else ""
-    rows = list(csv.DictReader(io.StringIO(text)))
+    there = len({name for name in files if name.endswith(".jpg")})
+    rows = list(csv.DictReader(io.StringIO(text, newline="")))
     named = sum(len(row["outputs"].split(";")) for row in rows if row.get("outputs"))
-    return len(rows), named, there
+    not_pdf = sum("not a PDF" in (row.get("error") or "") for row in rows)
+    formulas = sum(str(cell).startswith(FORMULA_STARTS) for row in rows for key, cell in row.items() if key != "score")
+    bidi = sum(bool(BIDI & set(name)) for name in files)
+    return len(rows), named, there, not_pdf, formulas, bidi
 
 
 def orphans_after_kill(repo: Path, folder: Path) -> int:
@@ -145,14 +170,18 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="hostile-"))
     folder.mkdir(parents=True, exist_ok=True)
     print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
-    print("| case | output | exit | manifest rows / pages | images named / there | peak RSS MB | error line |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print(
+        "| case | output | exit | manifest rows / pages | images named / there | not-PDF rows | formula cells "
+        "| bidi names | peak RSS MB | error line |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name, (source, pages) in make_cases(folder / "in").items():
         for output in ("out.zip", "out"):
             out = folder / f"{abs(hash(name))}-{output}"
             code, peak, err = run_case(args.repo.resolve(), source, out)
-            rows, named, there = count_outputs(out)
-            cells = [name, output, code, f"{rows} / {pages}", f"{named} / {there}", f"{peak / 2**20:,.0f}", err[:70]]
+            rows, named, there, not_pdf, formulas, bidi = count_outputs(out)
+            cells = [name, output, code, f"{rows} / {pages}", f"{named} / {there}", not_pdf, formulas, bidi]
+            cells += [f"{peak / 2**20:,.0f}", err[:70]]
             print("| " + " | ".join(map(str, cells)) + " |")
     print(f"\norphans 10 s after kill -9 of the CLI (2 workers): {orphans_after_kill(args.repo.resolve(), folder)}")
     if args.keep is None:

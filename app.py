@@ -31,7 +31,7 @@ from PIL import Image
 
 import models
 from models import advice
-from pipeline import NothingToDo, Options, OutputError, PdfError, Summary, run_pages
+from pipeline import Execution, NothingToDo, Options, OutputError, PdfError, Summary, ZipLayout, run_pages
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
 from pipeline.options import CROP_MODES
@@ -197,9 +197,8 @@ def pdf_to_dataset(
         names, problems = gather_uploads(pdfs, work / "unpacked", MAX_UNPACKED_MB * 2**20)
         yield _status(f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…")
         zip_path = work / _zip_name(pdfs)
-        pages = run_pages(
-            list(names), zip_path, options, resume=False, max_pages=MAX_PAGES, max_seconds=MAX_JOB_SECONDS
-        )
+        limits = Execution(resume=False, max_pages=MAX_PAGES, max_seconds=MAX_JOB_SECONDS)
+        pages = run_pages(list(names), ZipLayout(zip_path), options, limits)
         try:
             while True:
                 try:

@@ -26,10 +26,10 @@ from throughput import merge
 
 DRIVER = """
 import sys, time
-from pipeline import run
+from pipeline import Execution, run
 pdf, out, engine, workers = sys.argv[1:]
 marks = []
-summary = run([pdf], out, engine=engine, workers=int(workers), resume=False,
+summary = run([pdf], out, execution=Execution(engine=engine, workers=int(workers), resume=False),
               on_page=lambda record, progress: marks.append(time.process_time()))
 print(f"pipeline {summary.seconds:.3f} s, driver {(marks[-1] - marks[0]) / (len(marks) - 1):.6f} s/page")
 """

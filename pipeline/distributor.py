@@ -27,11 +27,11 @@ R = TypeVar("R")
 CRASHED = "the worker process crashed on this range of pages (MuPDF failure)"
 
 
-def process_task(task: Task, options: Options) -> list[PageResult]:
+def process_task(task: Task, options: Options, gc_every: int = 1) -> list[PageResult]:
     """Run ``task`` (in a worker). The rendering stack is imported here, not in the main process."""
     from pipeline.worker import process_task as process
 
-    return process(task, options)
+    return process(task, options, gc_every)
 
 
 class Distributor:
@@ -64,22 +64,24 @@ class Distributor:
             return [function(item) for item in items]
         return list(self._pool.map(function, items))
 
-    def run(self, tasks: Iterable[Task | None], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
+    def run(
+        self, tasks: Iterable[Task | None], options: Options, gc_every: int = 1
+    ) -> Iterator[tuple[Task, list[PageResult]]]:
         """Yield ``(task, results)`` in task order.
 
         ``tasks`` may yield ``None`` while tasks are in flight: nothing more can start until those are
         committed (a file still being fetched); what is in flight is handed out before it is asked again."""
         if self._pool is None:
             for task in tasks:
-                yield task, process_task(task, options)
+                yield task, process_task(task, options, gc_every)
             return
         queue = PeekableTasks(tasks)
         pending: deque[tuple[Task, Future]] = deque()
-        self._refill(pending, queue, options)
+        self._refill(pending, queue, options, gc_every)
         while pending or queue.has_more():
             if not pending:
                 self._recycle()
-                self._refill(pending, queue, options)
+                self._refill(pending, queue, options, gc_every)
                 continue
             task, future = pending.popleft()
             try:
@@ -92,14 +94,14 @@ class Distributor:
                 self._restart()
                 for suspect in suspects:
                     try:
-                        outcome = self._pool.submit(process_task, suspect, options).result()
+                        outcome = self._pool.submit(process_task, suspect, options, gc_every).result()
                     except BrokenProcessPool:
                         outcome = crashed(suspect, CRASHED)
                         self._restart()
                     yield suspect, outcome
-                self._refill(pending, queue, options)
+                self._refill(pending, queue, options, gc_every)
                 continue
-            self._refill(pending, queue, options)
+            self._refill(pending, queue, options, gc_every)
             yield task, results
 
     def _new_pool(self) -> ProcessPoolExecutor:
@@ -117,14 +119,14 @@ class Distributor:
         if self._submitted >= self._tasks_per_pool:
             self._restart()
 
-    def _refill(self, pending: deque, queue: PeekableTasks, options: Options) -> None:
+    def _refill(self, pending: deque, queue: PeekableTasks, options: Options, gc_every: int) -> None:
         while len(pending) < 2 * self.workers and self._submitted < self._tasks_per_pool:
             task = queue.next()
             if task is None:
                 return
             self._submitted += 1
             try:
-                future = self._pool.submit(process_task, task, options)
+                future = self._pool.submit(process_task, task, options, gc_every)
             except BrokenProcessPool as exc:
                 # a worker died between two results: the task waits its turn as a suspect (see ``run``)
                 future = Future()

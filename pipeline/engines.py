@@ -46,8 +46,11 @@ class Engine(Protocol):
     def map(self, function: Callable[[T], R], items: Iterable[T]) -> list[R]:
         """``[function(item) for item in items]``, in the workers."""
 
-    def run(self, tasks: Iterable[Task | None], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
-        """Yield ``(task, results)`` in task order (``None`` from ``tasks``: wait, see ``Distributor.run``)."""
+    def run(
+        self, tasks: Iterable[Task | None], options: Options, gc_every: int = 1
+    ) -> Iterator[tuple[Task, list[PageResult]]]:
+        """Yield ``(task, results)`` in task order (``None`` from ``tasks``: wait, see ``Distributor.run``);
+        workers clean up every ``gc_every`` pages."""
 
 
 def make_engine(name: str, workers: int, ray_address: str | None = None) -> Engine:
@@ -122,7 +125,9 @@ class RayEngine:
         remote = self._ray.remote(max_retries=RAY_RETRIES)(function)
         return self._ray.get([remote.remote(item) for item in items])
 
-    def run(self, tasks: Iterable[Task | None], options: Options) -> Iterator[tuple[Task, list[PageResult]]]:
+    def run(
+        self, tasks: Iterable[Task | None], options: Options, gc_every: int = 1
+    ) -> Iterator[tuple[Task, list[PageResult]]]:
         ray = self._ray
         source, options_ref = iter(tasks), ray.put(options)
         pending: deque[tuple[Task, Any]] = deque()
@@ -131,13 +136,13 @@ class RayEngine:
 
         def submit(task: Task) -> Any:
             if not (self._ship and task.origin and not task.error):
-                return self._process.remote(task, options_ref)
+                return self._process.remote(task, options_ref, gc_every)
             if task.origin not in shipped:
                 shipped.clear()  # the previous file's object lives on while tasks in flight hold it
                 shipped[task.origin] = ray.put(np.fromfile(task.path, dtype=np.uint8))
             # only the name travels: the driver's path means nothing on another node
             return self._process_shipped.remote(
-                replace(task, path=Path(task.path.name)), options_ref, shipped[task.origin]
+                replace(task, path=Path(task.path.name)), options_ref, shipped[task.origin], gc_every
             )
 
         def refill() -> None:
@@ -167,13 +172,13 @@ class RayEngine:
 _END = object()
 
 
-def process_shipped(task: Task, options: Options, data: np.ndarray) -> list[PageResult]:
+def process_shipped(task: Task, options: Options, data: np.ndarray, gc_every: int = 1) -> list[PageResult]:
     """A Ray task on a PDF shipped through the object store: written to this node's disk under its own name
     (MuPDF reads by path), processed as any task, deleted."""
     with tempfile.TemporaryDirectory(prefix="pipeline-shipped-") as folder:
         copy = Path(folder) / task.path.name
         copy.write_bytes(data.data)
-        return process_task(replace(task, path=copy), options)
+        return process_task(replace(task, path=copy), options, gc_every)
 
 
 def _check_reachable(address: str) -> None:

@@ -1,4 +1,4 @@
-"""Run options shared by the CLI, the Space and the benchmarks."""
+"""What a run produces, shared by the CLI, the Space and the benchmarks (how it runs: ``execution.py``)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ from dataclasses import dataclass
 from pipeline.captions import DEFAULT_TEMPLATE, CaptionTemplate
 from pipeline.dedupe import DEFAULT_THRESHOLD
 from pipeline.fit import DEFAULT_MIN_SIDE, Fit, parse_fit
-from pipeline.judges import DEFAULT_JUDGE
+from pipeline.judges import DEFAULT_JUDGE, JUDGES
+from pipeline.settings import setting
 
 CROP_MODES = ("auto", "always", "never")
 AUTO_CROP_COVERAGE = 0.5
 """With ``crop="auto"``, a page whose picture regions cover at least this share of it is written whole."""
+
+
+def _bits(word: str) -> int | None:
+    """``--dedupe``'s word: a number of bits, or a negative one for none (keep duplicates)."""
+    return None if int(word) < 0 else int(word)
 
 
 @dataclass(frozen=True)
@@ -22,28 +28,66 @@ class Options:
     ``filter="sigma"`` reproduces the seed article (1024×1024 LANCZOS, JPEG q92).
     """
 
-    filter: str = DEFAULT_JUDGE
-    threshold: float | None = None
+    filter: str = setting(
+        DEFAULT_JUDGE,
+        f"page judge (default: {DEFAULT_JUDGE}). structure: finds pictures by their structure (dense, varied ink "
+        "that fills every row, unlike lines of text) and their boxes, score 0-1; sigma: the article's grey-level "
+        "standard deviation at Matrix(2, 2)",
+        choices=sorted(JUDGES),
+    )
+    threshold: float | None = setting(
+        None,
+        "keep a page when its score passes this (default: the judge's own: 0.5 for structure, 45 for sigma)",
+    )
     """``None`` keeps the judge's own documented default."""
-    fit: str = "bucket"
-    """``bucket`` (nearest SDXL ~1 MP bucket), ``square`` (the article's size×size), or ``max-side N``."""
-    size: int = 1024
-    min_side: int = DEFAULT_MIN_SIDE
+    fit: str = setting(
+        "bucket",
+        "bucket (default): keep the aspect ratio, downscale to the nearest SDXL ~1 MP bucket and centre-crop the "
+        "rest (1024x1024, 1152x896, 1216x832, 1344x768, 1536x640 and portraits); square: SIZExSIZE as the "
+        "article does (aspect ratio not kept); 'max-side N': keep the aspect ratio, longer side at most N",
+        metavar="MODE",
+    )
+    size: int = setting(1024, "square side, bucket base or max side in pixels (default: %(default)s)")
+    min_side: int = setting(
+        DEFAULT_MIN_SIDE,
+        "drop images whose shorter side is below PX at the scan's own resolution (default: %(default)s); images "
+        "between this and the target are kept at their size, never upscaled",
+        metavar="PX",
+    )
     """Images whose shorter side is below this at full resolution are dropped (recorded as too small)."""
-    upscale: bool = False
-    quality: int = 92
-    crop: str | bool = "auto"
+    upscale: bool = setting(False, "interpolate small images up to the target (off: never upscale)")
+    quality: int = setting(92, "JPEG quality 1-100 (default: %(default)s)")
+    crop: str | bool = setting(
+        "auto",
+        "auto (default): write the judge's picture regions where they cover less than half of the page (a "
+        "cartoon on a newspaper page), the whole page otherwise (a plate); always (or --crop alone): regions; "
+        "never: whole pages",
+        choices=CROP_MODES,
+        nargs="?",
+        const="always",
+    )
     """``always``: write the judge's picture regions instead of whole pages; ``never``: whole pages; ``auto``:
     regions where the pictures cover less than half of the page (a cartoon on a newspaper page), the whole page
     otherwise (a plate). ``True``/``False`` mean ``always``/``never``."""
-    dedupe: int | None = DEFAULT_THRESHOLD
+    dedupe: int | None = setting(
+        DEFAULT_THRESHOLD,
+        "drop an image whose perceptual hash is within BITS of an earlier one, or whose keypoints show the same "
+        "picture under another box, across all inputs (default: %(default)s; exact copies are always caught at "
+        "0); -1 keeps duplicates",
+        metavar="BITS",
+        type=_bits,
+    )
     """Perceptual-hash Hamming distance at or under which an image is a duplicate; ``None`` keeps all."""
-    caption: str = DEFAULT_TEMPLATE
-    trigger: str = ""
-    kohya_config: bool = False
+    caption: str = setting(
+        DEFAULT_TEMPLATE,
+        "caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, {words} "
+        "(the words printed in and around the picture), {source} (PDF name), {page}, {region} "
+        "(default: '%(default)s')",
+        metavar="TEMPLATE",
+    )
+    trigger: str = setting("", "the trigger word(s) that {trigger} stands for")
+    kohya_config: bool = setting(False, "also write a kohya sd-scripts dataset_config.toml")
     """Also write a kohya sd-scripts ``dataset_config.toml`` (buckets on, no upscaling)."""
-    gc_every: int = 1
-    """Run the per-page cleanup every N pages (1 = the article's per-page cleanup)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.crop, bool):
@@ -52,8 +96,6 @@ class Options:
             raise ValueError(f"crop must be one of {', '.join(CROP_MODES)}, got {self.crop!r}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be between 1 and 100, got {self.quality}")
-        if self.gc_every < 1:
-            raise ValueError(f"gc_every must be at least 1, got {self.gc_every}")
         if self.dedupe is not None and not 0 <= self.dedupe <= 64:
             raise ValueError(f"dedupe threshold must be between 0 and 64 bits, got {self.dedupe}")
         self.fit_spec()

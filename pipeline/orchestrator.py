@@ -7,25 +7,24 @@ import dataclasses
 import hashlib
 import json
 import os
-import shlex
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.captions import DATASET_CONFIG, CaptionTemplate, dataset_config_toml
+from pipeline.captions import DATASET_CONFIG, CaptionTemplate
 from pipeline.dedupe import DuplicateIndex, Fingerprint
-from pipeline.engines import Engine, make_engine
+from pipeline.execution import Execution
 from pipeline.fetch import Fetcher, FetchError
 from pipeline.judges import threshold_of
+from pipeline.layout import Layout, layout_for
 from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
 from pipeline.options import Options
-from pipeline.report import REPORT, Borderline, NotWritten, render_report
-from pipeline.shards import ShardedWriter
+from pipeline.report import REPORT, Borderline, Counts, NotWritten, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
 from pipeline.tasks import PageResult, Task
-from pipeline.writer import Writer, open_writer
+from pipeline.writer import Writer
 
 PAGES_PER_TASK = 8
 """Most pages a worker takes at once: few enough to keep results small; fewer when a run has few pages, so
@@ -50,21 +49,14 @@ class NothingToDo(Exception):
 
 
 @dataclass
-class Summary:
-    """What a run did, for the CLI's last line and the Space's summary."""
+class Summary(Counts):
+    """What a run did, for the CLI's last line and the Space's summary: the counts of this session's pages
+    (``warnings``: processed with MuPDF warnings, some may be incomplete; ``too_small``: pictures the judge kept
+    that were not written, their shorter side below ``min_side``), and the run's own facts."""
 
-    pages: int = 0
-    kept: int = 0
-    images: int = 0
-    errors: int = 0
-    warnings: int = 0
-    """Pages processed with MuPDF warnings (``warning`` in the manifest): some may be incomplete."""
     resumed: int = 0
     """Pages already done by an interrupted earlier run and not processed again."""
     seconds: float = 0.0
-    duplicates: int = 0
-    too_small: int = 0
-    """Pictures the judge kept that were not written: their shorter side below ``min_side``."""
     min_side: int = 0
     threshold: float = 0.0
     borderline: Borderline | None = None
@@ -112,13 +104,9 @@ class Summary:
 
 
 @dataclass
-class FileSummary:
+class FileSummary(Counts):
     """One input PDF's share of a run: for the Space's per-file summary."""
 
-    pages: int = 0
-    kept: int = 0
-    images: int = 0
-    errors: int = 0
     error: str = ""
     """Why the whole file was skipped (not a PDF, encrypted, damaged), when it was."""
 
@@ -137,35 +125,24 @@ def plural(count: int, noun: str) -> str:
 
 def run(
     inputs: Sequence[str | Path],
-    output: str | Path,
+    layout: Layout | str | Path,
     options: Options = Options(),
+    execution: Execution = Execution(),
     on_page: OnPage | None = None,
-    workers: int = 1,
-    resume: bool = True,
-    max_pages: int | None = None,
-    max_seconds: float | None = None,
-    engine: str | Engine = "local",
-    ray_address: str | None = None,
-    prefetch: int = 2,
-    shard_size: int | None = None,
 ) -> Summary:
-    """Process every page of every PDF among ``inputs`` into ``output`` (``*.zip`` or a folder).
+    """Process every page of every PDF among ``inputs`` into ``layout`` (a path means :func:`layout_for` of it:
+    ``*.zip`` a zip, anything else a folder).
 
     Bad files and pages are recorded in the manifest and skipped. Each page is committed to the output
     before the next one, so an interrupted run (even ``kill -9``) rerun with the same arguments continues
-    where it stopped (``resume=False`` starts over). ``workers`` > 1 processes page ranges in that many
-    processes; ``engine="ray"`` runs them as Ray tasks (on the cluster at ``ray_address``, or a local Ray of
-    ``workers`` CPUs), as does an engine made by the caller (``RayEngine(..., ship=True)``); the output is the
-    same, in the same order. Inputs may be URLs (``s3://``, ``hf://``,
-    ``https://``…): each such PDF is copied here just before its pages, deleted after, ``prefetch`` at most
-    at once. ``shard_size`` writes numbered shards of that many pages and an index (``output`` may then be a
-    URL: shards are uploaded as they close). ``max_pages`` refuses a run of more pages (``NothingToDo``,
-    before any page is processed); ``max_seconds`` stops it after the page that passes that time, with the
-    pages done so far written and the reason in ``Summary.stopped``.
+    where it stopped (``Execution(resume=False)`` starts over). How the run goes — workers, engine (the same
+    output, in the same order, whichever), downloads of URL inputs (``s3://``, ``hf://``, ``https://``…: each
+    copied here just before its pages, deleted after), page and time limits — is ``execution``'s, and never
+    changes a byte of the output. ``max_pages`` refuses a run of more pages (``NothingToDo``, before any page
+    is processed); ``max_seconds`` stops it after the page that passes that time, with the pages done so far
+    written and the reason in ``Summary.stopped``.
     """
-    pages = run_pages(
-        inputs, output, options, workers, resume, max_pages, max_seconds, engine, ray_address, prefetch, shard_size
-    )
+    pages = run_pages(inputs, layout, options, execution)
     while True:
         try:
             record, progress = next(pages)
@@ -177,45 +154,35 @@ def run(
 
 def run_pages(
     inputs: Sequence[str | Path],
-    output: str | Path,
+    layout: Layout | str | Path,
     options: Options = Options(),
-    workers: int = 1,
-    resume: bool = True,
-    max_pages: int | None = None,
-    max_seconds: float | None = None,
-    engine: str | Engine = "local",
-    ray_address: str | None = None,
-    prefetch: int = 2,
-    shard_size: int | None = None,
+    execution: Execution = Execution(),
 ) -> Generator[tuple[PageRecord, Progress], None, Summary]:
     """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
 
     For callers that must be able to stop a run between pages (the Space's Cancel button): closing the
     generator stops the workers and closes the output with the pages committed so far (resumable).
     """
+    if isinstance(layout, (str, Path)):
+        layout = layout_for(layout)
     pdfs = [path if isinstance(path, str) else path.resolve() for path in find_pdfs(inputs)]
     if not pdfs:
         raise NothingToDo(f"no PDF found in {', '.join(map(str, inputs)) or 'the inputs'}")
     urls = [pdf for pdf in pdfs if isinstance(pdf, str)]
+    prefetch, max_pages, max_seconds = execution.prefetch, execution.max_pages, execution.max_seconds
     if urls and prefetch < 1:
         raise ValueError(f"--prefetch must be at least 1 (got {prefetch}): a remote PDF is read from a local copy")
     if urls and max_pages is not None:
         raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
-    if shard_size is not None and options.kohya_config:
-        raise ValueError("--kohya-config and --shard-size: kohya's config names one image folder, shards are many")
+    kohya = layout.kohya_config(options.size) if options.kohya_config else None
     threshold = threshold_of(options.filter, options.threshold)
-    with make_engine(engine, workers, ray_address) if isinstance(engine, str) else engine as runner:
+    with execution.make_engine() as runner:
         local = [pdf for pdf in pdfs if isinstance(pdf, Path)]
         counts = dict(zip(local, runner.map(_page_count, local), strict=True))
         total = sum(max(count, 1) for count in counts.values())
         if max_pages is not None and total > max_pages:
             raise NothingToDo(f"{total:,} pages in all, more than the limit of {max_pages:,} pages per run")
-        run_id = _run_id(pdfs, options)
-        writer = (
-            open_writer(output, run_id, resume)
-            if shard_size is None
-            else ShardedWriter(output, run_id, resume, shard_size)
-        )
+        writer = layout.open(_run_id(pdfs, options), execution.resume)
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
         summary.not_written, summary.min_side = NotWritten(), options.min_side
@@ -243,7 +210,7 @@ def run_pages(
                 runner.workers,
                 progress,
             )
-            for task, results in runner.run(plan, options):
+            for task, results in runner.run(plan, options, execution.gc_every):
                 for result in results:
                     record = _commit(writer, task, result, duplicates, captions, summary)
                     progress.done += 1
@@ -264,7 +231,7 @@ def run_pages(
                     break
             complete = not summary.stopped
         finally:
-            writer.close(complete, _extra_files(writer, options, summary))
+            writer.close(complete, _extra_files(writer, options, summary, kohya))
             summary.seconds = time.perf_counter() - start
             summary.output_bytes = os.path.getsize(writer.path) if writer.path.is_file() else writer.size()
             summary.total = progress.total
@@ -331,20 +298,12 @@ def _commit(
         for dropped in result.dropped:
             label = f"{record.source} p{record.page}" + (f" r{dropped.region}" if dropped.region is not None else "")
             summary.not_written.offer(min(dropped.size), label, dropped.reason, dropped.thumbnail)
-    summary.pages += record.page is not None
+    row = record.row()
+    summary.add(row)
     file = summary.files.setdefault(task.origin or task.path, FileSummary())
-    file.pages += record.page is not None
-    file.kept += record.kept
-    file.images += len(images)
-    file.errors += bool(record.error)
+    file.add(row)
     if record.page is None:
         file.error = record.error
-    summary.kept += record.kept
-    summary.images += len(images)
-    summary.errors += bool(record.error)
-    summary.warnings += bool(record.warning)
-    summary.duplicates += len(record.duplicates)
-    summary.too_small += len(record.too_small)
     return record
 
 
@@ -361,7 +320,7 @@ def _duplicate_index(writer: Writer, threshold: int | None) -> DuplicateIndex | 
     return DuplicateIndex.from_rows(pairs, threshold, writer.read)
 
 
-def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str, list[str]]:
+def _extra_files(writer: Writer, options: Options, summary: Summary, kohya: str | None) -> dict[str, list[str]]:
     """The report (and optionally the kohya config) written beside the manifest at the end."""
     report = render_report(
         list(writer.journal.rows()),
@@ -371,31 +330,11 @@ def _extra_files(writer: Writer, options: Options, summary: Summary) -> dict[str
         judge=options.filter,
         not_written=summary.not_written,
     )
-    files = {REPORT: [report]}
-    if options.kohya_config:
-        files[DATASET_CONFIG] = [_kohya_config(writer.path, options.size)]
-    return files
-
-
-def _kohya_config(output: Path, resolution: int) -> str:
-    """The kohya config of ``output``: its own absolute folder; for a zip, the folder named after it beside it
-    (``/data/out.zip`` → ``/data/out``), with the command that extracts it there."""
-    output = output.resolve()
-    if output.suffix.lower() != ".zip":
-        return dataset_config_toml(str(output), resolution)
-    folder = output.with_suffix("")
-    return dataset_config_toml(
-        str(folder), resolution, extract=f"unzip {shlex.quote(str(output))} -d {shlex.quote(str(folder))}"
-    )
+    return {REPORT: [report]} | ({DATASET_CONFIG: [kohya]} if kohya is not None else {})
 
 
 def _split(cell: str) -> list[str]:
     return cell.split(";") if cell else []
-
-
-def default_workers() -> int:
-    """The machine's cores available to this process."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def _task_size(pages: int, workers: int) -> int:
@@ -466,9 +405,7 @@ def _page_count(path: Path) -> int:
 
 def _run_id(pdfs: Sequence[Path | str], options: Options) -> str:
     """Identifies what a run produces (inputs and options), so only the same run is resumed."""
-    fields = dataclasses.asdict(options)
-    fields.pop("gc_every")  # changes how, not what
-    payload = json.dumps({"pdfs": [str(p) for p in pdfs], "options": fields}, sort_keys=True)
+    payload = json.dumps({"pdfs": [str(p) for p in pdfs], "options": dataclasses.asdict(options)}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

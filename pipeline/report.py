@@ -39,24 +39,38 @@ class Histogram:
     threshold: float
 
 
-@dataclass(frozen=True)
+@dataclass
 class Counts:
-    """What happened to the run's pages and images."""
+    """What happened to pages and images, counted from manifest rows: the one count that the run's summary,
+    each file's summary and the report share, so they cannot disagree."""
 
-    pages: int
-    kept: int
+    pages: int = 0
+    kept: int = 0
     """Pages the judge kept (``kept`` = ``true``; some may have had all their images dropped as duplicates)."""
-    images: int
-    text: int
+    images: int = 0
+    text: int = 0
     """Pages the judge rejected (no picture found)."""
-    duplicates: int
+    duplicates: int = 0
     """Images dropped as duplicates of earlier ones."""
-    too_small: int
+    too_small: int = 0
     """Images dropped for a shorter side below ``min_side``."""
-    errors: int
+    errors: int = 0
     """Rows with an error (a page that failed, or a file that could not be opened)."""
     warnings: int = 0
     """Pages processed with MuPDF warnings (a repaired file, a truncated image, a syntax slip)."""
+
+    def add(self, row: Mapping[str, str]) -> None:
+        """Count one manifest row (``kept`` is ``true``/``false``; lists are ``;``-separated)."""
+        dups, small = _items(row.get("duplicates")), _items(row.get("too_small"))
+        page = bool(row.get("page"))
+        self.pages += page
+        self.errors += bool(row.get("error"))
+        self.warnings += bool(row.get("warning"))
+        self.kept += row.get("kept") == "true"
+        self.images += len(_items(row.get("outputs")))
+        self.duplicates += len(dups)
+        self.too_small += len(small)
+        self.text += page and row.get("kept") != "true" and not row.get("error") and not dups and not small
 
 
 @dataclass(frozen=True)
@@ -99,19 +113,11 @@ def histogram(scores: Iterable[float], threshold: float, bins: int = 30) -> Hist
 
 
 def count(rows: Iterable[Mapping[str, str]]) -> Counts:
-    """Count manifest rows (``kept`` is ``true``/``false``; lists are ``;``-separated)."""
-    pages = kept = images = text = duplicates = too_small = errors = warnings = 0
+    """The counts of manifest rows."""
+    counts = Counts()
     for row in rows:
-        dups, small = _items(row.get("duplicates")), _items(row.get("too_small"))
-        pages += bool(row.get("page"))
-        errors += bool(row.get("error"))
-        warnings += bool(row.get("warning"))
-        kept += row.get("kept") == "true"
-        images += len(_items(row.get("outputs")))
-        duplicates += len(dups)
-        too_small += len(small)
-        text += bool(row.get("page")) and row.get("kept") != "true" and not row.get("error") and not dups and not small
-    return Counts(pages, kept, images, text, duplicates, too_small, errors, warnings)
+        counts.add(row)
+    return counts
 
 
 class Borderline:

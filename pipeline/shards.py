@@ -18,15 +18,15 @@ import hashlib
 import json
 import shutil
 import tempfile
-import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from pipeline.journal import PageKey, ResumeMismatch
+from pipeline.layout import FolderLayout, ShardsLayout, ZipLayout
 from pipeline.manifest import PageRecord
 from pipeline.source import is_url
 from pipeline.tasks import PageImage
-from pipeline.writer import OutputError, Writer, open_writer
+from pipeline.writer import OutputError, Writer
 
 INDEX = "index.json"
 
@@ -50,13 +50,11 @@ class ShardedWriter:
     """A :class:`pipeline.writer.Writer` that starts a new shard every ``shard_size`` committed pages; with
     ``resume``, an interrupted run of the same ``run_id`` is continued."""
 
-    def __init__(self, output: str | Path, run_id: str, resume: bool, shard_size: int) -> None:
-        if shard_size < 1:
-            raise ValueError(f"--shard-size must be at least 1 page (got {shard_size})")
-        text = str(output)
+    def __init__(self, layout: ShardsLayout, run_id: str, resume: bool) -> None:
+        text = layout.target
         self.remote = is_url(text)
-        self.zipped = text.lower().endswith(".zip")
-        self.shard_size, self._run_id = shard_size, run_id
+        self.unit = layout.unit
+        self.shard_size, self._run_id = layout.size, run_id
         if self.remote:
             import fsspec
 
@@ -67,13 +65,13 @@ class ShardedWriter:
         else:
             self._fs, base = None, text
             self.path = Path(text)
-            self._staging = self.path.parent if self.zipped else self.path
+            self._staging = self.path.parent if self.unit is ZipLayout else self.path
         self._base = base.rstrip("/")
         try:
             self._staging.mkdir(parents=True, exist_ok=True)
             self._start_state(resume)
         except OSError as exc:
-            raise OutputError(f"cannot write {output}: {exc.strerror or exc}") from None
+            raise OutputError(f"cannot write {text}: {exc.strerror or exc}") from None
         self.closed: list[dict] = []
         """Each closed shard's name, pages, images and bytes (their keys and rows stay in the state file)."""
         closed_keys: set[PageKey] = set()
@@ -104,13 +102,9 @@ class ShardedWriter:
             except (KeyError, OSError):
                 pass
         for number in range(len(self.closed)):
-            local = self._local(number)
-            if self.zipped and local.is_file():
-                with zipfile.ZipFile(local) as archive:
-                    if name in archive.NameToInfo:
-                        return archive.read(name)
-            elif not self.zipped and (local / name).is_file():
-                return (local / name).read_bytes()
+            data = self._local(number).read(name)
+            if data is not None:
+                return data
         raise FileNotFoundError(f"{name} is in no shard on this disk")
 
     def size(self) -> int:
@@ -134,36 +128,35 @@ class ShardedWriter:
             "images": sum(shard["images"] for shard in self.closed),
             "shards": self.closed,
         }
-        self._publish(self._top(INDEX), json.dumps(index, indent=1) + "\n")
+        self._publish(self.unit.top(self._base, INDEX), json.dumps(index, indent=1) + "\n")
         for name, chunks in files.items():
-            self._publish(self._top(name), "".join(chunks))
+            self._publish(self.unit.top(self._base, name), "".join(chunks))
         self._state_path().unlink(missing_ok=True)
         if self.remote:
             shutil.rmtree(self._staging, ignore_errors=True)
 
     def shard_name(self, number: int) -> str:
         """``out-00003.zip`` or ``00003`` (a folder)."""
-        return f"{Path(self._base).stem}-{number:05d}.zip" if self.zipped else f"{number:05d}"
+        return self.unit.shard(self._base, number)
 
     def _open_shard(self, resume: bool) -> None:
         number = len(self.closed)
         local = self._local(number)
-        progress = local.with_name(local.name + ".progress") if self.zipped else local / ".progress"
-        if not progress.exists() and resume:
+        if not local.progress.exists() and resume:
             return  # nothing of this shard yet: opened with its first page
-        self.current = open_writer(str(local) + ("" if self.zipped else "/"), f"{self._run_id}-{number}", resume)
+        self.current = local.open(f"{self._run_id}-{number}", resume)
         self._keys = list(self.current.journal.done)
 
     def _close_shard(self) -> None:
         shard, number = self.current, len(self.closed)
         rows, keys = list(shard.journal.rows()), self._keys
         shard.close(False, {})  # its progress file stays until the state file lists the shard
-        local, target = self._local(number), self._beside(self.shard_name(number))
-        files = [local] if self.zipped else [f for f in local.iterdir() if f.is_file() and f != shard.journal.path]
+        local, target = self._local(number), self.unit.beside(self._base, self.shard_name(number))
+        files = local.files()
         size = sum(file.stat().st_size for file in files)
         if self.remote:  # the shard's data, not its progress file
             for file in files:
-                self._fs.put_file(str(file), target if self.zipped else f"{target}/{file.name}")
+                self._fs.put_file(str(file), target if file == local.path else f"{target}/{file.name}")
         images = sum(len(row["outputs"].split(";")) for row in rows if row["outputs"])
         record = {"name": self.shard_name(number), "pages": len(rows), "images": images, "bytes": size}
         with self._state_path().open("a", encoding="utf-8") as state:
@@ -171,20 +164,11 @@ class ShardedWriter:
         self.closed.append(record)
         shard.journal.path.unlink(missing_ok=True)
         if self.remote:
-            local.unlink() if self.zipped else shutil.rmtree(local)
+            local.remove()
         self.current, self._keys = None, []
 
-    def _local(self, number: int) -> Path:
-        return self._staging / self.shard_name(number)
-
-    def _beside(self, name: str) -> str:
-        """Where a file of the output goes: beside ``out.zip`` for zip shards, inside ``DIR`` for folders."""
-        folder = self._base.rsplit("/", 1)[0] if self.zipped and "/" in self._base else self._base
-        return name if self.zipped and "/" not in self._base else f"{folder}/{name}"
-
-    def _top(self, name: str) -> str:
-        """A top-level file: ``out.index.json`` beside zip shards, ``DIR/index.json`` for folders."""
-        return self._beside(f"{Path(self._base).name[: -len('.zip')]}.{name}" if self.zipped else name)
+    def _local(self, number: int) -> ZipLayout | FolderLayout:
+        return self.unit(self._staging / self.shard_name(number))
 
     def _publish(self, target: str, text: str) -> None:
         if self.remote:
@@ -194,8 +178,7 @@ class ShardedWriter:
             Path(target).write_text(text, encoding="utf-8")
 
     def _state_path(self) -> Path:
-        stem = Path(self._base).name if self.zipped else ""
-        return self._staging / f"{stem}.shards"
+        return self._staging / self.unit.state(self._base)
 
     def _start_state(self, resume: bool) -> None:
         """Keep the closed shards of an interrupted run of the same ``run_id`` (its header names the run), a

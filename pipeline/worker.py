@@ -36,15 +36,16 @@ pymupdf.TOOLS.mupdf_display_errors(False)
 pymupdf.TOOLS.mupdf_display_warnings(False)
 
 
-def process_task(task: Task, options: Options) -> list[PageResult]:
-    """Process ``task``'s pages in order; a file that cannot be fetched or opened gives one error result."""
+def process_task(task: Task, options: Options, gc_every: int = 1) -> list[PageResult]:
+    """Process ``task``'s pages in order, cleaning up every ``gc_every`` pages; a file that cannot be fetched
+    or opened gives one error result."""
     try:
         if task.error:
             raise PdfError(task.error)
         doc = _open(task.path)
     except PdfError as exc:
         return [PageResult(PageRecord(source=safe_text(task.path.name), page=None, error=str(exc)))]
-    judge, cleanup = _judge(options.filter, options.threshold), _cleanup(options.gc_every)
+    judge, cleanup = _judge(options.filter, options.threshold), _cleanup(gc_every)
     results = []
     try:
         for index in task.pages:

@@ -12,7 +12,6 @@ from pipeline.captions import METADATA, caption_name, metadata_line
 from pipeline.journal import Journal, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.names import safe_text
-from pipeline.source import is_url
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -146,22 +145,6 @@ class FolderWriter:
             with (self.path / name).open("w", encoding="utf-8") as handle:
                 handle.writelines(chunks)
         self.journal.close(remove=complete)
-
-
-def open_writer(output: str | Path, run_id: str, resume: bool = True) -> Writer:
-    """A zip writer for ``*.zip``, a folder writer otherwise; with ``resume`` an interrupted run of the
-    same ``run_id`` is continued (its progress file: ``OUT.zip.progress`` or ``DIR/.progress``).
-    """
-    if is_url(str(output)):
-        raise OutputError(f"{output}: an output URL needs --shard-size (shards are uploaded as they close)")
-    path = Path(output)
-    is_zip = path.suffix.lower() == ".zip" and not str(output).endswith(("/", "\\"))
-    progress = path.with_name(path.name + ".progress") if is_zip else path / ".progress"
-    try:
-        journal = Journal(progress, run_id, resume)
-    except OSError as exc:
-        raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    return ZipWriter(path, journal) if is_zip else FolderWriter(path, journal)
 
 
 def read_images(output: str | Path, limit: int = 12) -> list[tuple[Image.Image, str]]:

@@ -92,3 +92,18 @@ def test_cli_summary_says_how_many_kept_pictures_were_not_written_and_why(tmp_pa
     ), line
     lower = _cli(tmp_path / "scan.pdf", "-o", tmp_path / "low.zip", *ARTICLE_CLI, "--threshold", "45", "--size", "64")
     assert "not written" not in lower.stdout and "1 kept (1 images" in lower.stdout
+
+
+def test_cli_defaults_are_the_settings_defaults() -> None:
+    """The CLI is built from the fields of Options and Execution: no default is written twice."""
+    from pipeline.cli import build_parser
+    from pipeline.execution import Execution, default_workers
+    from pipeline.options import Options
+    from pipeline.settings import from_args
+
+    args = build_parser().parse_args(["in.pdf", "-o", "out.zip"])
+    assert from_args(Options, args) == Options()
+    assert from_args(Execution, args) == Execution(workers=default_workers())
+    changed = build_parser().parse_args(["in.pdf", "-o", "o/", "--dedupe", "-1", "--crop", "--no-resume", "--upscale"])
+    assert from_args(Options, changed) == Options(dedupe=None, crop="always", upscale=True)
+    assert from_args(Execution, changed).resume is False

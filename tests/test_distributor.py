@@ -12,7 +12,7 @@ import psutil
 import pytest
 from factories import ARTICLE, ARTICLE_CLI, engraving, pdf_from_images, text_page
 
-from pipeline import Options, run
+from pipeline import Execution, Options, run
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,8 +37,8 @@ def _contents(zip_path: Path) -> tuple[list[dict[str, str]], dict[str, bytes]]:
 
 def test_workers_give_the_same_output_in_the_same_order(tmp_path: Path, archive: Path) -> None:
     options = Options(**ARTICLE, size=64)
-    run([archive], tmp_path / "one.zip", options, workers=1)
-    run([archive], tmp_path / "two.zip", options, workers=2)
+    run([archive], tmp_path / "one.zip", options, Execution(workers=1))
+    run([archive], tmp_path / "two.zip", options, Execution(workers=2))
     assert _contents(tmp_path / "one.zip") == _contents(tmp_path / "two.zip")
     rows, images = _contents(tmp_path / "two.zip")
     assert [(r["source"], r["page"]) for r in rows] == [
@@ -56,7 +56,7 @@ def test_a_worker_killed_mid_run_costs_nothing(tmp_path: Path, archive: Path) ->
             worker.send_signal(signal.SIGKILL)
             killed.append(worker.pid)
 
-    summary = run([archive], tmp_path / "out.zip", Options(**ARTICLE, size=64), kill_a_worker, workers=2)
+    summary = run([archive], tmp_path / "out.zip", Options(**ARTICLE, size=64), Execution(workers=2), kill_a_worker)
     rows, images = _contents(tmp_path / "out.zip")
     assert killed
     assert len(rows) == 60 and summary.errors == 0

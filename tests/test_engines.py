@@ -9,7 +9,7 @@ import psutil
 import pytest
 from factories import ARTICLE, engraving, free_port, mixed_page, pdf_from_images, text_page
 
-from pipeline import Options, run
+from pipeline import Execution, Options, run
 from pipeline.engines import RayEngine, make_engine, ray_init_args
 
 
@@ -50,14 +50,14 @@ OPTIONS = Options(**{**ARTICLE, "filter": "structure"}, size=64, crop="auto", th
 @pytest.fixture(scope="module")
 def local_output(tmp_path_factory: pytest.TempPathFactory, archive: Path) -> list[tuple[str, bytes]]:
     out = tmp_path_factory.mktemp("local") / "out.zip"
-    run([archive], out, OPTIONS, workers=2)
+    run([archive], out, OPTIONS, Execution(workers=2))
     return _entries(out)
 
 
 def test_ray_gives_the_local_engines_output_byte_for_byte(
     ray_cluster: None, tmp_path: Path, archive: Path, local_output: list
 ) -> None:
-    summary = run([archive], tmp_path / "ray.zip", OPTIONS, engine="ray")
+    summary = run([archive], tmp_path / "ray.zip", OPTIONS, Execution(engine="ray"))
     entries = _entries(tmp_path / "ray.zip")
     assert [name for name, _ in entries] == [name for name, _ in local_output]
     assert entries == local_output
@@ -78,7 +78,7 @@ def test_a_ray_worker_killed_mid_run_is_retried(
             busy[0].send_signal(signal.SIGKILL)
             killed.append(busy[0].pid)
 
-    summary = run([archive], tmp_path / "ray.zip", OPTIONS, kill_a_ray_worker, engine="ray")
+    summary = run([archive], tmp_path / "ray.zip", OPTIONS, Execution(engine="ray"), kill_a_ray_worker)
     assert killed, "no Ray worker was seen running a page range"
     assert summary.errors == 0
     assert _entries(tmp_path / "ray.zip") == local_output
@@ -87,9 +87,9 @@ def test_a_ray_worker_killed_mid_run_is_retried(
 def test_an_interrupted_ray_run_resumes_to_the_same_output(
     ray_cluster: None, tmp_path: Path, archive: Path, local_output: list
 ) -> None:
-    first = run([archive], tmp_path / "ray.zip", OPTIONS, engine="ray", max_seconds=0)
+    first = run([archive], tmp_path / "ray.zip", OPTIONS, Execution(engine="ray", max_seconds=0))
     assert 0 < first.pages < 28 and first.stopped
-    rest = run([archive], tmp_path / "ray.zip", OPTIONS, engine="ray")
+    rest = run([archive], tmp_path / "ray.zip", OPTIONS, Execution(engine="ray"))
     assert rest.resumed == first.pages and rest.pages == 28 - first.pages
     # the report's borderline thumbnails are of the last session's pages only (as with the local engine)
     without_report = [entry for entry in local_output if entry[0] != "report.html"]
@@ -101,7 +101,7 @@ def test_remote_pdfs_shipped_through_rays_object_store_give_the_same_output(
 ) -> None:
     """As on a cluster whose nodes do not see this machine's disk: tasks get the file's name only, and the
     fetched copy's bytes through the object store (file:// URLs are fetched like any remote input)."""
-    summary = run([f"file://{archive}/"], tmp_path / "ray.zip", OPTIONS, engine=RayEngine(2, ship=True))
+    summary = run([f"file://{archive}/"], tmp_path / "ray.zip", OPTIONS, Execution(engine=RayEngine(2, ship=True)))
     assert summary.remote == 2 and summary.errors == 0
     assert _entries(tmp_path / "ray.zip") == local_output
 

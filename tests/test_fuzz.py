@@ -12,7 +12,7 @@ import pytest
 from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
 from PIL import Image
 
-from pipeline import Options, run
+from pipeline import Execution, Options, run
 from pipeline.writer import read_manifest
 
 MUTANTS = 100
@@ -53,7 +53,7 @@ def test_mutated_pdfs_always_end_in_manifest_rows(tmp_path: Path, seed: int) -> 
     folder = tmp_path / "mutants"
     folder.mkdir()
     _mutants(original, folder, seed)
-    summary = run([folder], tmp_path / "out.zip", Options(**ARTICLE, size=64), workers=2)
+    summary = run([folder], tmp_path / "out.zip", Options(**ARTICLE, size=64), Execution(workers=2))
 
     rows = read_manifest(tmp_path / "out.zip")
     sources = {row["source"] for row in rows}

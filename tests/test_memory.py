@@ -22,7 +22,7 @@ LAST = 20
 """The last pages' samples, taken once the workers have finished (they are still alive, holding what they kept)."""
 PROBE = """
 import json, sys, psutil
-from pipeline import Options, run
+from pipeline import Execution, Options, run
 steady, last = range(*map(int, sys.argv[3:5])), int(sys.argv[5])
 uss, processes = {}, set()
 def on_page(record, progress):
@@ -31,7 +31,7 @@ def on_page(record, progress):
         processes.update(p.pid for p in tree)
         private = [p.memory_full_info().uss for p in tree]
         uss[progress.done] = (private[0], sum(private))
-summary = run([sys.argv[1]], sys.argv[2], Options(), on_page, workers=2)
+summary = run([sys.argv[1]], sys.argv[2], Options(), Execution(workers=2), on_page)
 print(json.dumps({"uss": uss, "processes": len(processes), "pages": summary.pages, "images": summary.images}))
 """
 

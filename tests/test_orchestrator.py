@@ -22,7 +22,7 @@ from factories import (
 )
 from PIL import Image
 
-from pipeline import NothingToDo, Options, run, run_pages
+from pipeline import Execution, NothingToDo, Options, ShardsLayout, run, run_pages
 from pipeline.judges.sigma import SigmaJudge
 from pipeline.orchestrator import PAGES_PER_TASK, _task_size
 from pipeline.tasks import Task
@@ -208,15 +208,15 @@ def test_summary_counts_each_file(tmp_path: Path) -> None:
 def test_max_pages_refuses_a_run_before_any_page(tmp_path: Path) -> None:
     pdf = pdf_from_images(tmp_path / "long.pdf", [text_page(300, 400, seed=s) for s in range(5)])
     with pytest.raises(NothingToDo, match="5 pages in all, more than the limit of 4"):
-        run([pdf], tmp_path / "out.zip", Options(**ARTICLE), max_pages=4)
+        run([pdf], tmp_path / "out.zip", Options(**ARTICLE), Execution(max_pages=4))
     assert not (tmp_path / "out.zip").exists()
-    assert run([pdf], tmp_path / "out.zip", Options(**ARTICLE, size=64), max_pages=5).pages == 5
+    assert run([pdf], tmp_path / "out.zip", Options(**ARTICLE, size=64), Execution(max_pages=5)).pages == 5
 
 
 def test_max_seconds_stops_with_what_is_done_and_resumes(tmp_path: Path) -> None:
     pdf = pdf_from_images(tmp_path / "long.pdf", [engraving(300, 400, seed=s) for s in range(12)])
     options = Options(**ARTICLE, size=64)
-    summary = run([pdf], tmp_path / "out.zip", options, max_seconds=0)
+    summary = run([pdf], tmp_path / "out.zip", options, Execution(max_seconds=0))
     assert 0 < summary.pages < 12 and summary.stopped.startswith("stopped after the time budget of 0 s")
     assert f"{summary.pages} of 12 pages done" in summary.describe()
     rows, archive = _read(tmp_path / "out.zip")
@@ -293,7 +293,7 @@ def test_workers_make_thumbnails_only_of_pictures_the_report_may_keep(tmp_path: 
 def test_a_sharded_run_reports_the_pictures_not_written(tmp_path: Path) -> None:
     pages = [mixed_page(800, 1100, seed=s) for s in (1, 2)]
     pdf = pdf_from_images(tmp_path / "cut.pdf", pages, dpi=150)
-    summary = run([pdf], tmp_path / "out.zip", Options(crop="always", dedupe=None), shard_size=1)
+    summary = run([pdf], ShardsLayout(str(tmp_path / "out.zip"), 1), Options(crop="always", dedupe=None))
     assert summary.too_small == 2
     report = (tmp_path / "out.report.html").read_text().split("<h2>Kept pictures not written</h2>", 1)[1]
     assert report.startswith("<p class='not-written'>2 pictures kept by the judge were not written")

@@ -14,7 +14,7 @@ from typing import ClassVar
 import pytest
 from factories import ARTICLE, ARTICLE_CLI, engraving, free_port, pdf_from_images, text_page
 
-from pipeline import Options, find_pdfs, run
+from pipeline import Execution, Options, find_pdfs, run
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(120)  # a prefetch slot never freed hangs the run: fail, do not wait 10 min
@@ -93,7 +93,11 @@ def test_a_served_folder_with_prefetch_1_gives_the_local_output_on_bounded_disk(
 ) -> None:
     on_disk = []
     summary = run(
-        [f"{server}/"], tmp_path / "remote.zip", OPTIONS, lambda *_: on_disk.append(len(_copies())), prefetch=1
+        [f"{server}/"],
+        tmp_path / "remote.zip",
+        OPTIONS,
+        Execution(prefetch=1),
+        lambda *_: on_disk.append(len(_copies())),
     )
     run([archive], tmp_path / "local.zip", OPTIONS)
     assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
@@ -137,11 +141,11 @@ def test_cli_reports_peak_local_disk_for_remote_inputs(tmp_path: Path, server: s
 
 
 def test_a_remote_run_stops_on_its_time_budget_and_resumes(tmp_path: Path, archive: Path, server: str) -> None:
-    first = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS, max_seconds=0)
+    first = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS, Execution(max_seconds=0))
     assert first.stopped and 0 < first.pages < 18
     rest = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS)
     assert rest.resumed == first.pages + first.errors and not rest.stopped
     run([archive], tmp_path / "local.zip", OPTIONS)
     assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
     with pytest.raises(ValueError, match="--prefetch must be at least 1"):
-        run([f"{server}/"], tmp_path / "other.zip", OPTIONS, prefetch=0)
+        run([f"{server}/"], tmp_path / "other.zip", OPTIONS, Execution(prefetch=0))

@@ -11,7 +11,7 @@ import fsspec
 import pytest
 from factories import ARTICLE, engraving, pdf_from_images, text_page
 
-from pipeline import Options, OutputError, run
+from pipeline import Execution, Options, OutputError, ShardsLayout, run
 
 OPTIONS = Options(**ARTICLE, size=64, threshold=45)
 
@@ -53,7 +53,7 @@ def _shards(read, names: list[str]) -> tuple[list[dict], dict[str, bytes], list[
 
 
 def test_zip_shards_add_up_to_the_unsharded_output_with_an_index(tmp_path: Path, archive: Path, whole) -> None:
-    summary = run([archive], tmp_path / "out.zip", OPTIONS, shard_size=5)
+    summary = run([archive], ShardsLayout(str(tmp_path / "out.zip"), 5), OPTIONS)
     names = ["out-00000.zip", "out-00001.zip", "out-00002.zip"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "out.index.json", "out.report.html"])
     rows, files, pages = _shards(lambda name: (tmp_path / name).read_bytes(), names)
@@ -66,7 +66,7 @@ def test_zip_shards_add_up_to_the_unsharded_output_with_an_index(tmp_path: Path,
 
 def test_folder_shards_load_as_one_imagefolder_dataset(tmp_path: Path, archive: Path, whole) -> None:
     datasets = pytest.importorskip("datasets")
-    run([archive], tmp_path / "dataset", OPTIONS, shard_size=5)
+    run([archive], ShardsLayout(str(tmp_path / "dataset"), 5), OPTIONS)
     assert sorted(p.name for p in (tmp_path / "dataset").iterdir()) == [
         "00000", "00001", "00002", "index.json", "report.html"
     ]  # fmt: skip
@@ -86,7 +86,7 @@ def test_shards_are_uploaded_to_a_url_as_they_close(
     def watch(record, progress) -> None:
         closed.append(len(fs.glob("/uploads/out-*.zip")))
 
-    run([archive], "memory://uploads/out.zip", OPTIONS, watch, shard_size=5)
+    run([archive], ShardsLayout("memory://uploads/out.zip", 5), OPTIONS, on_page=watch)
     names = [f"out-{n:05d}.zip" for n in range(3)]
     rows, files, _ = _shards(lambda name: fs.cat(f"/uploads/{name}"), names)
     assert (rows, files) == whole
@@ -95,7 +95,7 @@ def test_shards_are_uploaded_to_a_url_as_they_close(
     assert not list(tmp_path.glob("pipeline-shards-*")), "staging left behind"
     fs.rm("/uploads", recursive=True)
 
-    run([archive], "memory://uploads/dataset/", OPTIONS, shard_size=5)
+    run([archive], ShardsLayout("memory://uploads/dataset/", 5), OPTIONS)
     uploaded = sorted(path.removeprefix("/uploads/dataset/") for path in fs.find("/uploads/dataset"))
     assert uploaded == sorted(
         ["index.json", "report.html"]
@@ -117,10 +117,10 @@ def _split(cell: str) -> list[str]:
 
 
 def test_an_interrupted_sharded_run_resumes_to_the_same_shards(tmp_path: Path, archive: Path, whole) -> None:
-    first = run([archive], tmp_path / "out.zip", OPTIONS, shard_size=3, max_seconds=0)
+    first = run([archive], ShardsLayout(str(tmp_path / "out.zip"), 3), OPTIONS, Execution(max_seconds=0))
     assert first.stopped and 3 < first.pages < 14, "stopped with a shard closed and the next one open"
     assert (tmp_path / "out-00000.zip").exists() and (tmp_path / "out.zip.shards").exists()
-    rest = run([archive], tmp_path / "out.zip", OPTIONS, shard_size=3)
+    rest = run([archive], ShardsLayout(str(tmp_path / "out.zip"), 3), OPTIONS)
     assert rest.resumed == first.pages and not rest.stopped
     names = [f"out-{n:05d}.zip" for n in range(5)]
     rows, files, pages = _shards(lambda name: (tmp_path / name).read_bytes(), names)
@@ -132,6 +132,6 @@ def test_an_output_url_needs_shards(archive: Path) -> None:
     with pytest.raises(OutputError, match=r"memory://x/out\.zip: an output URL needs --shard-size"):
         run([archive], "memory://x/out.zip", OPTIONS)
     with pytest.raises(ValueError, match="--shard-size must be at least 1 page"):
-        run([archive], "memory://x/out.zip", OPTIONS, shard_size=0)
+        run([archive], ShardsLayout("memory://x/out.zip", 0), OPTIONS)
     with pytest.raises(ValueError, match="--kohya-config and --shard-size"):
-        run([archive], "memory://x/out.zip", Options(**ARTICLE, kohya_config=True), shard_size=5)
+        run([archive], ShardsLayout("memory://x/out.zip", 5), Options(**ARTICLE, kohya_config=True))

@@ -10,15 +10,20 @@ from PIL import Image
 
 from pipeline.fit import encode_jpeg
 from pipeline.journal import ResumeMismatch
+from pipeline.layout import layout_for
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.tasks import PageImage
-from pipeline.writer import FolderWriter, OutputError, ZipWriter, open_writer, read_images
+from pipeline.writer import FolderWriter, OutputError, ZipWriter, read_images
 
 JPEG = encode_jpeg(Image.fromarray(np.zeros((16, 16, 3), np.uint8)), 90)
 
 
 def _manifest(archive: zipfile.ZipFile) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(archive.read("manifest.csv").decode())))
+
+
+def _open(output: Path, run_id: str, resume: bool = True) -> ZipWriter | FolderWriter:
+    return layout_for(output).open(run_id, resume)
 
 
 def _commit(writer, page: int, kept: bool = True) -> None:
@@ -29,7 +34,7 @@ def _commit(writer, page: int, kept: bool = True) -> None:
 
 
 def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "out.zip", "run")
+    writer = _open(tmp_path / "out.zip", "run")
     assert isinstance(writer, ZipWriter)
     _commit(writer, 1)
     _commit(writer, 2, kept=False)
@@ -48,7 +53,7 @@ def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> 
 
 
 def test_folder_writer_flushes_each_manifest_row(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "dataset", "run")
+    writer = _open(tmp_path / "dataset", "run")
     assert isinstance(writer, FolderWriter)
     writer.commit(("/x/a.pdf", None), PageRecord("a.pdf", None, error="a.pdf: not a PDF"), [], [])
     rows = list(csv.DictReader((tmp_path / "dataset" / "manifest.csv").open()))
@@ -60,7 +65,7 @@ def test_folder_writer_flushes_each_manifest_row(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("output", ["out.zip", "dataset/"])
 def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_path: Path, output: str) -> None:
-    first = open_writer(tmp_path / output, "run")
+    first = _open(tmp_path / output, "run")
     for page in (1, 2, 3):
         _commit(first, page, kept=page != 2)
     # Simulate kill -9: the process dies without close(); a torn line may end the progress file.
@@ -68,7 +73,7 @@ def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_pat
     first.journal._file.close()
     with progress.open("a") as handle:
         handle.write('{"key": ["/x/doc.pdf", 4], "ro')
-    second = open_writer(tmp_path / output, "run")
+    second = _open(tmp_path / output, "run")
     assert second.journal.done == {("/x/doc.pdf", 1), ("/x/doc.pdf", 2), ("/x/doc.pdf", 3)}
     _commit(second, 4)
     second.close(complete=True, files={})
@@ -87,12 +92,12 @@ def test_an_interrupted_output_resumes_without_losing_or_repeating_pages(tmp_pat
 
 
 def test_resuming_a_different_run_is_refused(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "out.zip", "run-a")
+    writer = _open(tmp_path / "out.zip", "run-a")
     _commit(writer, 1)
     writer.close(complete=False, files={})
     with pytest.raises(ResumeMismatch, match="--no-resume"):
-        open_writer(tmp_path / "out.zip", "run-b")
-    fresh = open_writer(tmp_path / "out.zip", "run-b", resume=False)
+        _open(tmp_path / "out.zip", "run-b")
+    fresh = _open(tmp_path / "out.zip", "run-b", resume=False)
     assert fresh.journal.done == set()
     fresh.close(complete=True, files={})
 
@@ -106,11 +111,11 @@ def test_unwritable_output_raises_output_error(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("")
     with pytest.raises(OutputError, match="cannot write"):
-        open_writer(blocker / "out.zip", "run")
+        _open(blocker / "out.zip", "run")
 
 
 def test_read_images_returns_jpegs_with_names(tmp_path: Path) -> None:
-    writer = open_writer(tmp_path / "out.zip", "run")
+    writer = _open(tmp_path / "out.zip", "run")
     for page in range(3):
         _commit(writer, page)
     writer.close(complete=True, files={})

@@ -236,7 +236,7 @@ def test_a_text_file_named_pdf_shows_its_error(
     _wait_for_upload(page, "pdfs", "notes.pdf")
     page.locator("#build-btn").click()
     toast = page.locator(".toast-body").filter(has_text="notes.pdf")
-    expect(toast).to_contain_text("notes.pdf: not a PDF, or damaged beyond repair", timeout=30_000)
+    expect(toast).to_contain_text("notes.pdf: not a PDF: looks like text", timeout=30_000)
     page.screenshot(path=screenshots / f"pdf-{name}-error.png", full_page=True)
     _within_screen_width(page, ".toast-body")
     expect(page.locator("#build-btn")).to_be_enabled()

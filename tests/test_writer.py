@@ -52,6 +52,17 @@ def test_zip_stores_images_uncompressed_and_manifest_at_root(tmp_path: Path) -> 
     assert not (tmp_path / "out.zip.progress").exists()  # a complete run leaves only the output
 
 
+def test_the_same_pages_give_the_same_zip_byte_for_byte(tmp_path: Path) -> None:
+    """No clock in the zip: a dataset can be checked by its hash, and two runs compared by theirs."""
+    for name in ("a.zip", "b.zip"):
+        writer = _open(tmp_path / name, "run")
+        _commit(writer, 1)
+        writer.close(complete=True, files={"report.html": ["<html></html>"]})
+    with zipfile.ZipFile(tmp_path / "a.zip") as archive:
+        assert {info.date_time for info in archive.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+    assert (tmp_path / "a.zip").read_bytes() == (tmp_path / "b.zip").read_bytes()
+
+
 def test_folder_writer_flushes_each_manifest_row(tmp_path: Path) -> None:
     writer = _open(tmp_path / "dataset", "run")
     assert isinstance(writer, FolderWriter)

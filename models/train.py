@@ -54,6 +54,7 @@ from tqdm import tqdm
 from models import triage
 from models.classifier import list_images, read_photo
 from models.lite0 import READOUT_CHANNELS, READOUT_OFFSET, build_lite0, image_processor, install_readout
+from pipeline.settings import add_settings, flag, from_args, setting
 
 CATTLE_ONLY = -1
 """Target of a cattle photo without a triage label."""
@@ -112,8 +113,8 @@ class DataError(ValueError):
 
 
 def _setting(default: object, help: str) -> Any:
-    """A ``TrainConfig`` field: its default and its ``--help`` line (``main`` builds the option from both)."""
-    return field(default=default, metadata={"help": help})
+    """A ``TrainConfig`` field: its default and its ``--help`` line, which shows the default."""
+    return setting(default, help.replace("%", "%%") + " (default: %(default)s)")
 
 
 @dataclass(frozen=True)
@@ -180,7 +181,7 @@ class TrainConfig:
         for f in fields(self):
             choices = typing.get_args(hints[f.name]) if typing.get_origin(hints[f.name]) is Literal else ()
             if choices and getattr(self, f.name) not in choices:
-                raise DataError(f"--{_flag(f.name)} {getattr(self, f.name)!r}: not one of {list(choices)}")
+                raise DataError(f"{flag(f.name)} {getattr(self, f.name)!r}: not one of {list(choices)}")
         ranges = {  # name: (in range, the range); out of range a run crashes or means nothing
             "epochs": (self.epochs >= 0, "0 or more"),
             "views": (self.views >= 1, "1 or more"),
@@ -201,34 +202,7 @@ class TrainConfig:
         }
         for name, (ok, allowed) in ranges.items():
             if not ok:
-                raise DataError(f"--{_flag(name)} {getattr(self, name)}: must be {allowed}")
-
-    @classmethod
-    def add_options(cls, parser: argparse.ArgumentParser) -> None:
-        """One option per field: ``--cv-repeats`` from ``cv_repeats``, its type, choices and default from the field
-        (booleans as ``--x``/``--no-x``), its help from the field's metadata; so the CLI cannot drift from here."""
-        group = parser.add_argument_group("training settings (models.train.TrainConfig)")
-        hints = typing.get_type_hints(cls)
-        for f in fields(cls):
-            kind = hints[f.name]
-            text = f.metadata["help"].replace("%", "%%") + " (default: %(default)s)"
-            option: dict[str, Any] = {"default": f.default, "help": text}
-            if kind is bool:
-                option["action"] = argparse.BooleanOptionalAction
-            elif typing.get_origin(kind) is Literal:
-                option["choices"] = typing.get_args(kind)
-            else:  # int, float, or one of them | None
-                option["type"] = next(t for t in (*typing.get_args(kind), kind) if t in (int, float))
-            group.add_argument(f"--{_flag(f.name)}", **option)
-
-    @classmethod
-    def from_options(cls, args: argparse.Namespace) -> TrainConfig:
-        """The settings parsed by options ``add_options`` added."""
-        return cls(**{f.name: getattr(args, f.name) for f in fields(cls)})
-
-
-def _flag(name: str) -> str:
-    return name.replace("_", "-")
+                raise DataError(f"{flag(name)} {getattr(self, name)}: must be {allowed}")
 
 
 def scan(
@@ -1067,7 +1041,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
-    TrainConfig.add_options(parser)
+    add_settings(parser.add_argument_group("training settings (models.train.TrainConfig)"), TrainConfig)
     return parser
 
 
@@ -1076,7 +1050,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     torch.set_num_threads(args.threads)
     try:
-        config = TrainConfig.from_options(args)
+        config = from_args(TrainConfig, args)
         data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
         metrics = train(data, args.output, config, cattle_as=args.cattle_as, feature_cache=args.feature_cache)
     except DataError as exc:

@@ -1,8 +1,9 @@
 """Settings dataclasses as command-line options: each field's default and help are written once, on the field.
 
 A field made with :func:`setting` becomes ``--field-name``: its type from the annotation, its default from the
-field (or the ``default`` given for the command line, where the CLI's default differs on purpose), booleans as
-``--flag`` (default off) or ``--flag/--no-flag`` (default on).
+field (or the ``cli_default``, where the CLI's default differs on purpose), choices from a ``Literal`` (or given),
+booleans as ``--flag`` (default off) or ``--flag/--no-flag`` (default on). The pipeline's ``Options`` and
+``Execution`` and the training's ``TrainConfig`` are built this way.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ def setting(default: Any, help: str, *, cli_default: Any = dataclasses.MISSING, 
     return dataclasses.field(default=default, metadata={"help": help, "cli": cli})
 
 
-def flag(field: dataclasses.Field) -> str:
-    return "--" + field.name.replace("_", "-")
+def flag(name: str) -> str:
+    """``cv_repeats`` → ``--cv-repeats``: how a setting is named on the command line (and in its errors)."""
+    return "--" + name.replace("_", "-")
 
 
 def add_settings(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls: type) -> None:
@@ -36,10 +38,14 @@ def add_settings(parser: argparse.ArgumentParser | argparse._ArgumentGroup, cls:
         default = cli.pop("default", field.default)
         if isinstance(field.default, bool):
             action = "store_true" if field.default is False else argparse.BooleanOptionalAction
-            parser.add_argument(flag(field), action=action, default=default, help=field.metadata["help"], **cli)
+            parser.add_argument(flag(field.name), action=action, default=default, help=field.metadata["help"], **cli)
             continue
-        cli.setdefault("type", _scalar(hints[field.name]))
-        parser.add_argument(flag(field), default=default, help=field.metadata["help"], **cli)
+        hint = hints[field.name]
+        if typing.get_origin(hint) is typing.Literal:
+            cli.setdefault("choices", typing.get_args(hint))
+            hint = str
+        cli.setdefault("type", _scalar(hint))
+        parser.add_argument(flag(field.name), default=default, help=field.metadata["help"], **cli)
 
 
 def from_args(cls: type[T], args: argparse.Namespace) -> T:

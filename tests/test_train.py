@@ -21,6 +21,7 @@ from transformers import AutoImageProcessor, AutoModelForImageClassification
 import models
 from models import predict, train, triage
 from models.lite0 import READOUT_OFFSET, build_lite0, image_processor, install_readout
+from pipeline.settings import from_args
 
 
 def _photo(kind: str, seed: int, size: int = 96) -> Image.Image:
@@ -634,9 +635,9 @@ def test_the_cli_says_what_is_wrong_with_the_data_instead_of_a_traceback(tmp_pat
 def test_the_cli_defaults_are_train_config_defaults_and_the_old_flags_keep_their_meaning() -> None:
     """The options are built from ``TrainConfig``: a default set by hand in the parser would drift from train()'s."""
     parser = train.build_parser()
-    assert train.TrainConfig.from_options(parser.parse_args(["photos", "-o", "model"])) == train.TrainConfig()
+    assert from_args(train.TrainConfig, parser.parse_args(["photos", "-o", "model"])) == train.TrainConfig()
     old_flags = ["--no-mid-features", "--no-pretrained", "--no-leave-source-out", "--cv-repeats", "2", "--tune", "top"]
-    parsed = train.TrainConfig.from_options(parser.parse_args(["photos", "-o", "model", *old_flags]))
+    parsed = from_args(train.TrainConfig, parser.parse_args(["photos", "-o", "model", *old_flags]))
     assert parsed == train.TrainConfig(
         mid_features=False, pretrained=False, leave_source_out=False, cv_repeats=2, tune="top"
     )

@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from wrap_pages import wrap_pages  # noqa: E402
 
+from docs import markdown_table, write_section  # noqa: E402
 from pipeline.judges import JUDGES, make_judge, threshold_of  # noqa: E402
 from pipeline.worker import judge_page  # noqa: E402
 
@@ -194,6 +195,7 @@ def main() -> None:
     parser.add_argument("--errors", action="store_true", help="list the misjudged pages")
     parser.add_argument("--ious", action="store_true", help="list the crop IoU of every scored book page")
     parser.add_argument("--repeat", type=int, default=3, help="time each page this many times, keep the fastest")
+    parser.add_argument("--doc", type=Path, help="also write the tables into this Markdown file (docs/purity.md)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     with tempfile.TemporaryDirectory(prefix="eval_purity_") as tmp:
@@ -250,6 +252,34 @@ def main() -> None:
             f"{name:10s} {s['loso_precision']:9.3f} {s['loso_recall']:7.3f} {s['loso_f1']:6.3f} {kept:>9s}"
             f" {s['sources']:7d} {s['cuts']}"
         )
+    if args.doc:
+        write_section(args.doc, doc_tables(table, len(truth), source))
+
+
+def doc_tables(table: list[tuple[str, dict]], pages: int, source: str) -> str:
+    """The two tables as Markdown, for ``--doc``."""
+    plain = markdown_table(
+        ["judge", "precision", "recall", "F1", "pages kept", "mean crop IoU",
+         "ms/page: median (mean) / books / newspapers"],
+        [
+            [f"`{name}`", f"{s['precision']:.3f}", f"{s['recall']:.3f}", f"{s['f1']:.3f}",
+             f"{s['kept']} / {s['pages']}", f"{s['iou']:.3f}",
+             f"{s['ms']:.1f} ({s['ms_mean']:.1f}) / {s['ms_books']:.1f} / {s['ms_pdfs']:.1f}"]
+            for name, s in table
+        ],
+    )  # fmt: skip
+    loso = markdown_table(
+        ["judge", "precision", "recall", "F1", "pages kept", "sources", "thresholds"],
+        [
+            [f"`{name}`", f"{s['loso_precision']:.3f}", f"{s['loso_recall']:.3f}", f"{s['loso_f1']:.3f}",
+             f"{s['loso_kept']} / {s['pages']}", s["sources"], s["cuts"]]
+            for name, s in table
+        ],
+    )  # fmt: skip
+    return (
+        f"{pages} pages; decisions from {source}; ms = view + judge, one thread.\n\n{plain}\n\n"
+        f"Leave-one-source-out (each source judged at a threshold fitted without it; in-process scores):\n\n{loso}"
+    )
 
 
 if __name__ == "__main__":

@@ -124,6 +124,9 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
         assert row["verdict"] == max(row["probabilities"], key=row["probabilities"].get)  # a plain classifier's
         assert sum(row["probabilities"].values()) == pytest.approx(1.0, abs=1e-4)
     assert result["verdict"] in LABELS.values() and set(result["probabilities"]) == set(LABELS.values())
+    for photo, row in zip(photos, result["photos"], strict=True):  # each row is its own photo's answer
+        alone = client.predict(handle_file(photo), [], api_name="/classify_json")["photos"][0]
+        assert alone["probabilities"] == pytest.approx(row["probabilities"], abs=1e-5)
     verdict, _, details = client.predict(
         handle_file(photos[0]), [handle_file(p) for p in photos[1:]], api_name="/classify"
     )

@@ -66,8 +66,7 @@ class Execution:
     )
     gc_every: int = setting(
         1,
-        "collect garbage and empty MuPDF's cache every N pages (default: %(default)s, the article's per-page "
-        "cleanup)",
+        "collect garbage and empty MuPDF's cache every N pages (default: %(default)s, the article's per-page cleanup)",
         metavar="N",
     )
 

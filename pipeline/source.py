@@ -69,10 +69,12 @@ def _find_remote(url: str) -> list[str]:
         fs, path = fsspec.core.url_to_fs(url)
     except (ImportError, ValueError) as exc:  # an unknown protocol, or its back-end is not installed
         raise FileNotFoundError(f"{url}: cannot read this kind of URL ({exc})") from None
+    # on HTTP a query string (a presigned URL's signature) is not part of the name, nor a glob's "?"
+    named = urlsplit(url).path if url.lower().startswith(("http://", "https://")) else path
     try:
-        if _GLOB.search(path):
+        if _GLOB.search(named):
             matches = fs.glob(path)
-        elif path.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
+        elif named.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
             if not fs.exists(path):
                 raise FileNotFoundError(url)
             return [url]

@@ -149,3 +149,14 @@ def test_a_remote_run_stops_on_its_time_budget_and_resumes(tmp_path: Path, archi
     assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
     with pytest.raises(ValueError, match="--prefetch must be at least 1"):
         run([f"{server}/"], tmp_path / "other.zip", OPTIONS, Execution(prefetch=0))
+
+
+def test_a_presigned_url_is_read_by_its_path(server: str, scratch: Path, tmp_path: Path) -> None:
+    """``https://host/a.pdf?X-Amz-Signature=…``: a PDF by its path, whatever its query (was: dropped, or a glob)."""
+    signed = f"{server}/issue-b.pdf?X-Amz-Expires=60&X-Amz-Signature=abc%3D"
+    assert find_pdfs([signed]) == [signed]
+    summary = run([signed, f"{server}/issue%201890.pdf"], tmp_path / "out.zip", OPTIONS)
+    assert [file.pages for file in summary.files.values()] == [6, 6]
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        names = [name for name in archive.namelist() if name.endswith(".jpg")]
+    assert names and all(name.startswith(("issue-b_p", "issue 1890_p", "issue_1890_p")) for name in names), names

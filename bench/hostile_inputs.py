@@ -3,15 +3,17 @@
 Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fresh process (peak RSS of the
 whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, rows refused as not a PDF
 (HTML, SVG, images named ``.pdf``), manifest cells a spreadsheet would run as formulas, output names holding
-bidirectional controls, and peak memory.
+bidirectional controls, and peak memory. Then: processes left after a kill -9, and the disk one request of three
+zip bombs takes (``gather_uploads`` with the Space's budget).
 ``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
 
-    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER]
+    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill request]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import os
@@ -162,14 +164,67 @@ def orphans_after_kill(repo: Path, folder: Path) -> int:
     return len(alive)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repo", type=Path, default=ROOT, help="checkout whose pipeline to run (default: this one)")
-    parser.add_argument("--keep", type=Path, default=None, help="keep the generated cases and outputs here")
-    args = parser.parse_args()
-    folder = args.keep or Path(tempfile.mkdtemp(prefix="hostile-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
+BOMB_SCRIPT = """
+import sys
+from pathlib import Path
+from pipeline.source import PdfError, gather_uploads
+try:
+    gather_uploads(sys.argv[2:], Path(sys.argv[1]), 2048 * 2**20)  # app.py's MAX_UNPACKED_MB default
+except PdfError as exc:
+    print(exc)
+"""
+
+
+def _bomb(path: Path, unpacked: int) -> Path:
+    """A zip whose one ``.pdf`` member is a PDF header and ``unpacked`` bytes of zeros (deflate: ~1,000×)."""
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive,
+        archive.open("bomb.pdf", "w", force_zip64=True) as member,
+    ):
+        member.write(b"%PDF-1.4\n")
+        for _ in range(unpacked // 2**24):
+            member.write(bytes(2**24))
+    return path
+
+
+def _tree_bytes(folder: Path) -> int:
+    total = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with contextlib.suppress(OSError):  # unpacked and removed between the listing and now
+                total += os.lstat(os.path.join(root, name)).st_size
+    return total
+
+
+def bomb_request(repo: Path, folder: Path) -> tuple[int, float, str]:
+    """Three 2.6 MB zip bombs in one request (``gather_uploads``, the Space's budget of 2,048 MB): the most
+    bytes its unpack folder held at once (sampled), seconds, and the first reason it gave."""
+    one = _bomb(folder / "bomb0.zip", 2600 * 2**20)
+    bombs, size = [one] + [Path(shutil.copy(one, folder / f"bomb{n}.zip")) for n in (1, 2)], one.stat().st_size
+    work = folder / "unpacked"
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-c", BOMB_SCRIPT, str(work), *map(str, bombs)], cwd=repo, env=env, stdout=subprocess.PIPE
+    )
+    peak = 0
+    while process.poll() is None:
+        peak = max(peak, _tree_bytes(work))
+        time.sleep(0.01)
+    peak = max(peak, _tree_bytes(work))
+    out = process.communicate()[0].decode(errors="replace").split("; ")[0].strip()
+    seconds = time.perf_counter() - start
+    shutil.rmtree(work, ignore_errors=True)
+    for bomb in bombs:
+        bomb.unlink()
+    return peak, seconds, f"{size / 2**20:.1f} MB zips; " + out
+
+
+PARTS = ["cli", "kill", "request"]
+
+
+def cli_cases(repo: Path, folder: Path) -> None:
+    """The table: each generated case through the CLI to a zip and a folder."""
     print(
         "| case | output | exit | manifest rows / pages | images named / there | not-PDF rows | formula cells "
         "| bidi names | peak RSS MB | error line |"
@@ -178,12 +233,33 @@ def main() -> None:
     for name, (source, pages) in make_cases(folder / "in").items():
         for output in ("out.zip", "out"):
             out = folder / f"{abs(hash(name))}-{output}"
-            code, peak, err = run_case(args.repo.resolve(), source, out)
+            code, peak, err = run_case(repo, source, out)
             rows, named, there, not_pdf, formulas, bidi = count_outputs(out)
             cells = [name, output, code, f"{rows} / {pages}", f"{named} / {there}", not_pdf, formulas, bidi]
             cells += [f"{peak / 2**20:,.0f}", err[:70]]
             print("| " + " | ".join(map(str, cells)) + " |")
-    print(f"\norphans 10 s after kill -9 of the CLI (2 workers): {orphans_after_kill(args.repo.resolve(), folder)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repo", type=Path, default=ROOT, help="checkout whose pipeline to run (default: this one)")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the generated cases and outputs here")
+    parser.add_argument(
+        "--parts", nargs="+", choices=PARTS, default=PARTS, help="which parts to run (default: all)", metavar="PART"
+    )
+    args = parser.parse_args()
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="hostile-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
+    if "cli" in args.parts:
+        cli_cases(args.repo.resolve(), folder)
+    if "kill" in args.parts:
+        orphans = orphans_after_kill(args.repo.resolve(), folder)
+        print(f"\norphans 10 s after kill -9 of the CLI (2 workers): {orphans}")
+    if "request" in args.parts:
+        peak, seconds, reason = bomb_request(args.repo.resolve(), folder)
+        print(f"\nthree zip bombs in one request: {peak / 2**20:,.0f} MB on disk at most (budget 2,048 MB), ", end="")
+        print(f"{seconds:.1f} s; {reason}")
     if args.keep is None:
         shutil.rmtree(folder, ignore_errors=True)
 

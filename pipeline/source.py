@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import tempfile
 import zipfile
 import zlib
@@ -190,57 +191,114 @@ def check_pdf(path: str | Path) -> int:
         return doc.page_count
 
 
-def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int) -> dict[Path, str]:
+MAX_ZIPS = 20
+"""Most archives unpacked for one request: the rest are refused (each zip costs a folder and a scan)."""
+
+FILE_COST = 4096
+"""Bytes each unpacked file is charged beyond its size (a block and its folder): a zip of a million empty
+``.pdf`` members would otherwise fill the disk's inodes within any byte budget."""
+
+
+class UnpackBudget:
+    """Bytes one request may write unpacking all its archives, counted as they are written.
+
+    Bytes of an archive refused half-way stay counted (its files are deleted): the budget bounds the work a
+    request causes as well as the disk it holds, so twenty bombs cannot each write up to the limit in turn.
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.spent = 0
+
+    def take(self, size: int) -> bool:
+        """Count ``size`` more bytes; ``False`` (nothing counted) when they would exceed the budget."""
+        if self.spent + size > self.max_bytes:
+            return False
+        self.spent += size
+        return True
+
+
+def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int | UnpackBudget) -> dict[Path, str]:
     """Extract the PDFs of a ``.zip`` into ``folder``, in the archive's order; other members are ignored.
 
     Returns each extracted file with its path inside the archive (to name it to people).
     Each PDF goes to its own numbered sub-folder under its own base name, so no member path can escape
-    ``folder`` and two PDFs of the same name in different folders stay apart. Stops with ``PdfError`` when
-    the extracted PDFs would exceed ``max_bytes`` (counted as they are written: declared sizes can lie).
+    ``folder`` and two PDFs of the same name in different folders stay apart. Stops with ``PdfError`` (and
+    removes what it wrote) when the extracted PDFs would exceed ``max_bytes``, or the request's budget shared
+    by several archives, counted as they are written (declared sizes can lie).
     """
     name, folder = safe_text(Path(archive).name), Path(folder)
+    budget = max_bytes if isinstance(max_bytes, UnpackBudget) else UnpackBudget(max_bytes)
+    made: list[Path] = []
     try:
-        with zipfile.ZipFile(archive) as zipped:
-            members = [m for m in zipped.infolist() if not m.is_dir() and m.filename.lower().endswith(".pdf")]
-            if not members:
-                raise PdfError(f"{name}: the zip holds no PDF")
-            written, pdfs = 0, {}
-            for number, member in enumerate(members, 1):
-                target = folder / f"{number:05d}" / Path(member.filename.replace("\\", "/")).name
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with zipped.open(member) as source, target.open("wb") as sink:
-                    while chunk := source.read(1 << 20):
-                        written += len(chunk)
-                        if written > max_bytes:
-                            raise PdfError(f"{name}: its PDFs hold more than {max_bytes / 2**20:,.0f} MB unpacked")
-                        sink.write(chunk)
-                pdfs[target] = member.filename
-            return pdfs
+        return _unpack(zipfile.ZipFile(archive), name, folder, budget, made)
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
-        raise PdfError(f"{name}: not a zip archive, or damaged ({exc})") from None
+        failure = f"{name}: not a zip archive, or damaged ({exc})"
     except (NotImplementedError, RuntimeError) as exc:  # an encrypted member, a compression Python lacks
-        raise PdfError(f"{name}: cannot be unpacked ({exc})") from None
+        failure = f"{name}: cannot be unpacked ({exc})"
     except OSError as exc:
-        raise PdfError(f"{name}: cannot be unpacked here ({exc.strerror or exc})") from None
+        failure = f"{name}: cannot be unpacked here ({exc.strerror or exc})"
+    except PdfError as exc:
+        failure = str(exc)
+    for made_folder in made:  # a refused archive's members are never used: free their disk
+        shutil.rmtree(made_folder, ignore_errors=True)
+    raise PdfError(failure)
+
+
+def _unpack(
+    zipped: zipfile.ZipFile, name: str, folder: Path, budget: UnpackBudget, made: list[Path]
+) -> dict[Path, str]:
+    with zipped:
+        members = [m for m in zipped.infolist() if not m.is_dir() and m.filename.lower().endswith(".pdf")]
+        if not members:
+            raise PdfError(f"{name}: the zip holds no PDF")
+        pdfs, left = {}, budget.max_bytes - budget.spent
+        for number, member in enumerate(members, 1):
+            target = folder / f"{number:05d}" / Path(member.filename.replace("\\", "/")).name
+            if not budget.take(FILE_COST):
+                raise PdfError(_over(name, budget, left))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.append(target.parent)
+            with zipped.open(member) as source, target.open("wb") as sink:
+                while chunk := source.read(1 << 20):
+                    if not budget.take(len(chunk)):
+                        raise PdfError(_over(name, budget, left))
+                    sink.write(chunk)
+            pdfs[target] = member.filename
+        return pdfs
+
+
+def _over(name: str, budget: UnpackBudget, left: int) -> str:
+    limit = f"{budget.max_bytes / 2**20:,.0f} MB"
+    if left == budget.max_bytes:
+        return f"{name}: its PDFs would take more than {limit} unpacked"
+    return f"{name}: its PDFs would take more than the {left / 2**20:,.1f} MB left of this request's {limit} unpacked"
 
 
 def gather_uploads(
-    files: Iterable[str | Path], folder: str | Path, max_unpacked: int
+    files: Iterable[str | Path], folder: str | Path, max_unpacked: int, max_zips: int = MAX_ZIPS
 ) -> tuple[dict[Path, str], list[str]]:
     """The PDFs among uploaded files, ``.zip`` archives unpacked into ``folder``, for one run.
 
+    ``max_unpacked`` bytes is the request's budget across all its archives (not each one's: three bombs
+    must not take three times the disk), and at most ``max_zips`` archives are unpacked.
     Returns every PDF (usable or not: an unusable one gets its error row in the manifest) with the name
     people know it by (``archive.zip › 1890/issue.pdf`` for a member), and why each archive that could not
     be unpacked was skipped. Raises ``PdfError`` naming every file when not one PDF can be opened.
     """
     names: dict[Path, str] = {}
     problems: list[str] = []
+    budget, zips = UnpackBudget(max_unpacked), 0
     for number, file in enumerate(map(Path, files)):
         if file.suffix.lower() != ".zip":
             names[file] = file.name
             continue
+        zips += 1
+        if zips > max_zips:
+            problems.append(f"{safe_text(file.name)}: not unpacked, more than {max_zips} zips in one request")
+            continue
         try:
-            unpacked = unpack_pdfs(file, Path(folder) / str(number), max_unpacked)
+            unpacked = unpack_pdfs(file, Path(folder) / str(number), budget)
         except PdfError as exc:
             problems.append(str(exc))
             continue

@@ -1,7 +1,10 @@
 import csv
 import io
+import re
 import subprocess
 import sys
+import threading
+import time
 import zipfile
 from pathlib import Path
 
@@ -9,7 +12,7 @@ import pytest
 from factories import ARTICLE_CLI, encrypted_pdf, engraving, pdf_from_images, text_page, zero_page_pdf
 from PIL import Image
 
-from pipeline.source import PdfError, check_pdf, find_pdfs, gather_uploads, open_pdf, unpack_pdfs
+from pipeline.source import MAX_ZIPS, PdfError, check_pdf, find_pdfs, gather_uploads, open_pdf, unpack_pdfs
 
 
 def test_find_pdfs_searches_folders_recursively_and_drops_repeats(tmp_path: Path) -> None:
@@ -199,3 +202,64 @@ def test_gather_uploads_names_every_reason_when_nothing_is_usable(tmp_path: Path
     empty = _zip(tmp_path / "empty.zip", {"a.txt": b"x"})
     with pytest.raises(PdfError, match=r"empty\.zip: the zip holds no PDF; bad\.pdf: not a PDF"):
         gather_uploads([bad, empty], tmp_path / "work", max_unpacked=2**20)
+
+
+def _bomb(path: Path, unpacked: int, members: int = 1) -> Path:
+    """A zip bomb: ``.pdf`` members of a PDF header and zeros, ``unpacked`` bytes in all, about 1,000× smaller."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for number in range(members):
+            with archive.open(f"issue-{number}.pdf", "w", force_zip64=True) as member:
+                member.write(b"%PDF-1.4\n")
+                for _ in range(unpacked // members // 2**20):
+                    member.write(bytes(2**20))
+    return path
+
+
+def _on_disk(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()) if folder.exists() else 0
+
+
+def test_three_bombs_in_one_request_share_its_unpack_budget(tmp_path: Path) -> None:
+    """Each bomb unpacks to 5× the budget: before, each zip had the whole budget to itself (3× on disk)."""
+    budget = 8 * 2**20
+    bombs = [_bomb(tmp_path / f"bomb{n}.zip", 40 * 2**20) for n in range(3)]
+    assert all(b.stat().st_size < 100_000 for b in bombs)
+    work, peak, done = tmp_path / "work", [0], threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _on_disk(work))
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        with pytest.raises(PdfError) as error:
+            gather_uploads(bombs, work, max_unpacked=budget)
+    finally:
+        done.set()
+        sampler.join()
+    assert max(peak[0], _on_disk(work)) <= budget, f"{max(peak[0], _on_disk(work)) / 2**20:.1f} MB on disk"
+    assert _on_disk(work) == 0, "a refused zip's partial members are left on disk"
+    reasons = str(error.value).split("; ")
+    assert reasons[0] == "bomb0.zip: its PDFs would take more than 8 MB unpacked"
+    left = r"its PDFs would take more than the 1\.0 MB left of this request's 8 MB unpacked"  # 1 MB chunks
+    assert re.fullmatch(rf"bomb1\.zip: {left}", reasons[1]) and re.fullmatch(rf"bomb2\.zip: {left}", reasons[2])
+    assert len(reasons) == 3
+
+
+def test_a_request_unpacks_at_most_max_zips_archives(tmp_path: Path) -> None:
+    pdf = pdf_from_images(tmp_path / "one.pdf", [text_page()]).read_bytes()
+    zips = [_zip(tmp_path / f"z{n:02d}.zip", {"a.pdf": pdf}) for n in range(3)]
+    names, problems = gather_uploads(zips, tmp_path / "work", max_unpacked=2**20, max_zips=2)
+    assert list(names.values()) == ["z00.zip › a.pdf", "z01.zip › a.pdf"]
+    assert problems == ["z02.zip: not unpacked, more than 2 zips in one request"]
+    assert MAX_ZIPS == 20
+
+
+def test_many_empty_members_are_charged_against_the_budget(tmp_path: Path) -> None:
+    """Zero-byte members cost a file and a folder each: 1,000 of them do not fit in 1 MB."""
+    bundle = _zip(tmp_path / "empty.zip", {f"{n}.pdf": b"" for n in range(1000)})
+    with pytest.raises(PdfError, match=r"empty\.zip: its PDFs would take more than 1 MB unpacked"):
+        unpack_pdfs(bundle, tmp_path / "out", max_bytes=2**20)
+    assert not list((tmp_path / "out").iterdir())

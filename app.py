@@ -13,6 +13,7 @@ import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling
 # isort: split
 import atexit
 import html
+import inspect
 import io
 import os
 import shutil
@@ -24,9 +25,13 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any, get_args, get_origin, get_type_hints
 
 import gradio as gr
 from gradio import FileData
+from gradio.block_function import BlockFunction
+from gradio.exceptions import InvalidPathError
+from gradio.state_holder import SessionState
 from PIL import Image
 
 import models
@@ -121,14 +126,9 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
 @spaces.GPU(duration=GPU_DURATION)
 def classify_json(photo: FileData | None, more_photos: list[FileData] | None = None) -> dict[str, object]:
     """``/classify_json`` (no UI; what it returns: its ``api_description`` below): a program sending a case of
-    several photos gets each photo's answer as data instead of parsing ``/classify``'s Markdown table."""
-    if not isinstance(more_photos, list | None):
-        raise gr.Error("more_photos must be a list of files: [handle_file(path), ...]", print_exception=False)
+    several photos gets each photo's answer as data instead of parsing ``/classify``'s Markdown table. Their shapes
+    were checked before it runs (:class:`_Space`)."""
     uploads = [f for f in (photo, *(more_photos or [])) if f]
-    if not all(isinstance(f, dict) and isinstance(f.get("path"), str) for f in uploads):
-        raise gr.Error(
-            "photo must be one file, handle_file(path), and more_photos a list of them", print_exception=False
-        )
     case = _assess([f["path"] for f in uploads])
     return {
         "verdict": case.verdict,
@@ -275,6 +275,108 @@ def _work_dir() -> Path:
     return path
 
 
+# ---------------------------------------------------------------- request shapes
+_FILE_META = {"_type": "gradio.FileData"}
+
+
+class _Space(gr.Blocks):
+    """``gr.Blocks`` whose requests of the wrong shape fail with one sentence that says what to send.
+
+    Gradio checks file inputs before a handler runs, and what fails there (a path as a string, a number, a list for
+    one file, a file never uploaded, too few values) reaches a program as ``{"error": null}``. A dict that is only
+    ``{"path": ...}`` is worse: Gradio does not see a file in it, so an ``gr.api`` handler would open that path on
+    this server. Files are checked here, then every remaining failure before the handler becomes a ``gr.Error``."""
+
+    async def preprocess_data(
+        self, block_fn: BlockFunction, inputs: list[Any], state: SessionState | None, explicit_call: bool = False
+    ) -> list[Any]:
+        where = f"/{block_fn.api_name or block_fn.name}"
+        names = _input_names(block_fn)
+        if len(inputs) < len(names):
+            raise _request_error(
+                f"{where} takes {len(names)} values ({', '.join(names)}), not {len(inputs)}: send None for one "
+                "left out."
+            )
+        for block, name, value in zip(block_fn.inputs, names, inputs, strict=False):
+            if (problem := _file_problem(_file_count(block, block_fn.fn, name), value)) is not None:
+                raise _request_error(f"{where}: {name} must be {problem}.")
+        try:
+            return await super().preprocess_data(block_fn, inputs, state, explicit_call)
+        except gr.Error:
+            raise
+        except InvalidPathError:
+            raise _request_error(
+                f"{where}: a file in the request was never uploaded here; send each as handle_file(path), which "
+                "uploads it."
+            ) from None
+        except Exception as exc:  # whatever else Gradio refuses: one sentence; the log keeps the traceback
+            raise gr.Error(f"{where}: the request's values could not be read ({type(exc).__name__}).") from exc
+
+
+def _request_error(message: str) -> gr.Error:
+    """A program's mistake: its message is the answer, nothing for the server log."""
+    return gr.Error(message, title="Wrong request", print_exception=False)
+
+
+def _input_names(block_fn: BlockFunction) -> list[str]:
+    """The handler's parameter names for its inputs, in order (what the API page calls them)."""
+    parameters = list(inspect.signature(block_fn.fn).parameters) if block_fn.fn else []
+    return [parameters[i] if i < len(parameters) else f"value {i + 1}" for i in range(len(block_fn.inputs))]
+
+
+def _file_count(block: gr.components.Component, fn: Any, name: str) -> str | None:
+    """``single`` or ``multiple`` for an input that takes files (a ``gr.File``, or a ``gr.api`` parameter typed
+    ``FileData`` or ``list[FileData]``), else ``None``."""
+    if isinstance(block, gr.File):
+        return "single" if block.file_count == "single" else "multiple"
+    hint = get_type_hints(fn).get(name) if fn else None
+    types = get_args(hint) or (hint,)
+    if FileData in types:
+        return "single"
+    if any(get_origin(t) is list and get_args(t) == (FileData,) for t in types):
+        return "multiple"
+    return None
+
+
+def _file_problem(count: str | None, value: object) -> str | None:
+    """What a file input needs, when ``value`` is not that (None is always fine: the handler says what is missing)."""
+    if count is None or value is None:
+        return None
+    if count == "single":
+        return None if _is_file(value) else f"one file sent as handle_file(path), which uploads it, not {_kind(value)}"
+    if not isinstance(value, list):
+        got = _kind(value)
+    elif wrong := [item for item in value if not _is_file(item)]:
+        got = f"a list holding {_kind(wrong[0])}"
+    else:
+        return None
+    return f"a list of files sent as [handle_file(path), ...], not {got}"
+
+
+def _is_file(value: object) -> bool:
+    """A file as a client sends one after uploading it (``handle_file``, the browser): a path and Gradio's meta."""
+    return isinstance(value, dict) and isinstance(value.get("path"), str) and value.get("meta") == _FILE_META
+
+
+def _kind(value: object) -> str:
+    """What was sent instead of a file, in a few words."""
+    if value is None:
+        return "nothing"
+    if _is_file(value):
+        return "one file"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a dict without its path" if "path" not in value else "a dict without handle_file's meta"
+    return type(value).__name__
+
+
 # ---------------------------------------------------------------- layout
 CSS = """
 .report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
@@ -284,7 +386,7 @@ CSS = """
 #details td:nth-child(n+3) { white-space: nowrap; }
 """
 
-with gr.Blocks(
+with _Space(
     title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(60, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
 ) as demo:
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")

@@ -163,13 +163,64 @@ def test_the_chart_and_the_table_show_one_set_of_numbers(
     assert verdict["label"] == "Photo cannot be used: it is only 1×1 pixels — send the original photo from the camera"
 
 
-def test_classify_json_errors_are_the_pages(client: Client, files: dict[str, Path]) -> None:
-    assert "No image" in _error(client, None, api_name="/classify_json")
-    assert "fake.jpg is not an image" in _error(client, handle_file(files["fake_jpg"]), api_name="/classify_json")
-    photo = handle_file(files["photo"])
-    assert "photo must be one file" in _error(client, [photo], api_name="/classify_json")
-    assert "more_photos must be a list" in _error(client, photo, photo, api_name="/classify_json")
-    _still_serving(client, files)
+ONE_FILE = "photo must be one file sent as handle_file(path), which uploads it, not "
+FILES = "more_photos must be a list of files sent as [handle_file(path), ...], not "
+META = {"_type": "gradio.FileData"}
+WRONG_SHAPES: dict[str, tuple[Callable[[dict[str, Path]], tuple[object, ...]], str | dict[str, str]]] = {
+    "no photo": (lambda f: (None,), "No image: upload a photo of the animal"),
+    "a path as a string": (lambda f: ("/no/such/cow.jpg",), ONE_FILE + "a string."),
+    "a dict without its path": (lambda f: ({"meta": META},), ONE_FILE + "a dict without its path."),
+    "a list for one photo": (lambda f: ([handle_file(f["photo"])],), ONE_FILE + "a list."),
+    "a number": (lambda f: (3,), ONE_FILE + "a number."),
+    "more_photos a number": (lambda f: (handle_file(f["photo"]), 5), FILES + "a number."),
+    "more_photos with a path": (lambda f: (handle_file(f["photo"]), ["cow.jpg"]), FILES + "a list holding a string."),
+    "more_photos holding None": (lambda f: (handle_file(f["photo"]), [None]), FILES + "a list holding nothing."),
+    "not an image": (
+        lambda f: (handle_file(f["not_pdf"]),),
+        {"/classify": "Invalid file type", "/classify_json": "notes.pdf is not an image that can be read"},
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("api_name", ["/classify", "/classify_json"])
+@pytest.mark.parametrize("shape", list(WRONG_SHAPES))
+def test_a_wrongly_shaped_call_gets_one_sentence(
+    client: Client, files: dict[str, Path], api_name: str, shape: str
+) -> None:
+    """What a program might send instead of (photo, more_photos): Gradio refused most of these before the handler
+    with ``{"error": null}``, which gradio_client reports as an "upstream exception"."""
+    make, expected = WRONG_SHAPES[shape]
+    message = _error(client, *make(files), api_name=api_name)
+    assert (expected if isinstance(expected, str) else expected[api_name]) in message
+    assert "upstream" not in message and "Traceback" not in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("api_name", ["/classify", "/classify_json"])
+def test_an_empty_more_photos_is_no_more_photos(client: Client, files: dict[str, Path], api_name: str) -> None:
+    assert client.predict(handle_file(files["photo"]), [], api_name=api_name)
+
+
+def _raw_call(app: ModuleType, api_name: str, data: list[object]) -> str:
+    """``data`` posted as it is (gradio_client uploads files and fills every value first): the event's last lines."""
+    base = app.demo.local_url.rstrip("/") + "/gradio_api/call/" + api_name
+    event = httpx.post(base, json={"data": data}, timeout=30).json()["event_id"]
+    return httpx.get(f"{base}/{event}", timeout=30).text
+
+
+@pytest.mark.parametrize("api_name", ["classify", "classify_json"])
+def test_raw_calls_of_the_wrong_shape_get_one_sentence(app: ModuleType, files: dict[str, Path], api_name: str) -> None:
+    """Shapes only a hand-written request sends: too few values, a file never uploaded, and a bare ``{"path": …}``,
+    which Gradio does not take for a file, so a ``gr.api`` handler would have opened that path on the server."""
+    server_file = {"path": str(files["photo"]), "meta": META}  # a path on the server, never uploaded
+    cases = {
+        "too few values": ([], f"/{api_name} takes 2 values (photo, more_photos), not 0"),
+        "a file never uploaded": ([server_file, None], f"/{api_name}: a file in the request was never uploaded here"),
+        "a bare path": ([{"path": str(files["photo"])}, None], ONE_FILE + "a dict without handle_file's meta."),
+    }
+    for data, expected in cases.values():
+        answer = _raw_call(app, api_name, data)
+        assert "event: error" in answer and expected in answer, answer
+    assert '"error": null' not in answer
 
 
 def test_classify_errors_keep_the_server_serving(client: Client, files: dict[str, Path]) -> None:

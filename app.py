@@ -283,7 +283,8 @@ class _Space(gr.Blocks):
     """``gr.Blocks`` whose requests of the wrong shape fail with one sentence that says what to send.
 
     Gradio checks file inputs before a handler runs, and what fails there (a path as a string, a number, a list for
-    one file, a file never uploaded, too few values) reaches a program as ``{"error": null}``. A dict that is only
+    one file, a file never uploaded, too few values) reaches a program as ``{"error": null}``; one file where a list
+    goes is taken as a list of one here, since no handler would see it. A dict that is only
     ``{"path": ...}`` is worse: Gradio does not see a file in it, so an ``gr.api`` handler would open that path on
     this server. Files are checked here, then every remaining failure before the handler becomes a ``gr.Error``."""
 
@@ -297,8 +298,12 @@ class _Space(gr.Blocks):
                 f"{where} takes {len(names)} values ({', '.join(names)}), not {len(inputs)}: send None for one "
                 "left out."
             )
-        for block, name, value in zip(block_fn.inputs, names, inputs, strict=False):
-            if (problem := _file_problem(_file_count(block, block_fn.fn, name), value)) is not None:
+        inputs = list(inputs)
+        for i, (block, name) in enumerate(zip(block_fn.inputs, names, strict=False)):
+            count = _file_count(block, block_fn.fn, name)
+            if count == "multiple" and _is_file(inputs[i]):
+                inputs[i] = [inputs[i]]  # one file where a list goes (the first release's /pdf_to_dataset call)
+            if (problem := _file_problem(count, inputs[i])) is not None:
                 raise _request_error(f"{where}: {name} must be {problem}.")
         try:
             return await super().preprocess_data(block_fn, inputs, state, explicit_call)

@@ -288,6 +288,19 @@ def test_pdf_to_dataset(client: Client, files: dict[str, Path]) -> None:
     assert not not_written and "Kept pictures not written" in report
 
 
+def test_one_file_where_a_list_goes_is_a_list_of_one(client: Client, files: dict[str, Path]) -> None:
+    """The first release's ``/pdf_to_dataset`` took one file; a program still sending one gets its dataset (it got
+    Gradio's "upstream exception"), and more_photos takes one file the same way."""
+    zip_path, summary, *_ = client.predict(handle_file(files["pdf"]), api_name="/pdf_to_dataset")
+    assert Path(zip_path).name == "gazette_dataset.zip"
+    assert [r["page"] for r in _manifest(zip_path)] == ["1", "2"] and summary.startswith("2 pages seen")
+    photo, more = handle_file(files["photo"]), handle_file(files["photo2"])
+    rows = client.predict(photo, more, api_name="/classify_json")["photos"]
+    assert [row["file"] for row in rows] == ["cow.jpg", "cow2.png"]
+    _, _, details = client.predict(photo, more, api_name="/classify")
+    assert len([line for line in details.splitlines() if line.startswith("| cow")]) == 2, details
+
+
 def test_the_smallest_picture_side_decides_what_is_written(client: Client, tmp_path: Path) -> None:
     """Above the kept picture's shorter side it is shown as not written, with why; lowered, it is written."""
     pdf = pdf_from_images(tmp_path / "cut.pdf", [mixed_page(800, 1100, seed=1)])

@@ -36,6 +36,12 @@ import numpy as np
 import torch
 from PIL import Image, ImageFilter, ImageOps, UnidentifiedImageError
 from pillow_heif import register_heif_opener
+from transformers import (  # here, at import: a lazy first import from two request threads at once can fail
+    MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING,
+    AutoConfig,
+    AutoImageProcessor,
+    AutoModelForImageClassification,
+)
 
 from models.triage import UNUSABLE, CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
 from models.triage import Policy as TriagePolicy
@@ -237,8 +243,6 @@ def unusable_reason(image: Image.Image) -> str | None:
 
 def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
     """Load model and processor on the CPU; every failure becomes a :class:`ModelLoadError`."""
-    from transformers import AutoImageProcessor, AutoModelForImageClassification
-
     try:
         processor = AutoImageProcessor.from_pretrained(model_id)
         # low_cpu_mem_usage: accelerate's meta-device loading (weights are materialised once, no random
@@ -435,14 +439,30 @@ class ResidentClassifier:
         return self._ensure().assess(images)
 
 
+def import_classes(model_id: str) -> None:
+    """Import the model's own processor and model classes now, in the calling thread (the app's, at import).
+
+    transformers imports each class the first time it is named (``_LazyModule``), and two requests doing that at
+    once in their threads can fail with ``ImportError`` (a Space's first two classifications did). Reading the
+    processor's config and resolving the model class imports both without loading any weights. A model that cannot
+    be read is left to the request, which says why (:class:`ModelLoadError`)."""
+    try:
+        AutoImageProcessor.from_pretrained(model_id)
+        _ = MODEL_FOR_IMAGE_CLASSIFICATION_MAPPING[type(AutoConfig.from_pretrained(model_id))]
+    except Exception as exc:  # noqa: BLE001 - not found, offline, not an image classifier: the request reports it
+        log.warning("could not import the classes of %s now: %s", model_id, exc)
+
+
 def make_classifier(policy: Policy | None = None, model_id: str | None = None) -> Classifier:
     """Build the classifier for ``MODEL_POLICY`` / ``MODEL_ID`` (arguments override the environment).
 
-    Per-request: the Hub files are prefetched to disk here (at app import), so requests only load them.
+    Per-request: the Hub files are prefetched to disk here (at app import), so requests only load them, and the
+    model's classes are imported here (:func:`import_classes`), so concurrent first requests cannot race for them.
     """
     policy = policy or policy_from_env()
     if policy == "resident":
         return ResidentClassifier(model_id)
     classifier = PerRequestClassifier(model_id or model_id_from_env())
     prefetch(classifier.model_id)
+    import_classes(classifier.model_id)
     return classifier

@@ -7,6 +7,8 @@ import io
 import json
 import pickle
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 
@@ -64,6 +66,44 @@ def test_the_model_loaded_holds_the_saved_safetensors_weights(tiny_model: Path) 
         assert len(held) == len(saved)
         for name, tensor in saved.items():
             assert any(t.shape == tensor.shape and torch.equal(t, tensor) for t in held), name
+
+
+FIRST_REQUESTS = """
+import sys, threading
+import numpy as np
+from PIL import Image
+import models
+
+classifier = models.make_classifier(policy="per_request", model_id=sys.argv[1])  # as app.py does at import
+photo = Image.fromarray(np.random.default_rng(0).integers(0, 255, (72, 96, 3), dtype=np.uint8))
+start, failures = threading.Barrier(12), []
+
+def first_request():
+    start.wait()
+    try:
+        classifier.assess([photo])
+    except Exception as exc:
+        failures.append(repr(exc.__cause__ or exc))
+
+threads = [threading.Thread(target=first_request) for _ in range(12)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(failures)
+"""
+
+
+def test_concurrent_first_requests_all_classify(tiny_model: Path) -> None:
+    """12 first classifications at once in a fresh process, as the Space's request threads make them: transformers
+    imports its classes on first use, and threads racing for that failed with ``ImportError`` (5 runs of 5
+    before the classes were imported at start)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FIRST_REQUESTS, str(tiny_model)],
+        cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
 
 
 def test_per_request_returns_plain_probabilities_and_frees_the_model(tiny_model: Path, photo: Image.Image) -> None:

@@ -8,10 +8,14 @@ A LoRA learns its trigger word from the captions, so every image gets one, built
 * ``{page}``: the 1-based page number (format specs work: ``{page:04d}``);
 * ``{region}``: the 1-based region number when the judge's regions are written, empty for whole pages;
 * ``{trigger}``: the trigger word (``--trigger``), empty when none is given;
+* ``{kind}``: what kind of picture the written image is, measured on it (``pipeline.kinds``): ``monochrome line
+  art``, ``monochrome halftone``, ``colour continuous tone``, ...; never empty;
 * ``{words}``: the words printed in and around the picture, from the page's text layer (OCR or born-digital
-  text), cleaned (``pipeline.words``); empty on a page without a text layer.
+  text), or read by Tesseract where the page has none there (``pipeline.ocr``), cleaned (``pipeline.words``);
+  empty when nothing legible is printed there.
 
-The default, ``{trigger}, {words}``, keeps file names and page numbers out of captions (a LoRA would learn
+The default, ``{trigger}, {kind}, {words}``, is never empty (kohya and diffusers would train an image with an
+empty caption on an empty prompt) and keeps file names and page numbers out of captions (a LoRA would learn
 them as concepts); they stay in ``metadata.jsonl`` and the manifest.
 
 Captions are comma-separated tags as kohya shuffles and drops them, so empty pieces left by an empty
@@ -28,8 +32,8 @@ from pathlib import PurePosixPath
 
 from pipeline.names import safe_text
 
-PLACEHOLDERS = ("source", "page", "region", "trigger", "words")
-DEFAULT_TEMPLATE = "{trigger}, {words}"
+PLACEHOLDERS = ("source", "page", "region", "trigger", "kind", "words")
+DEFAULT_TEMPLATE = "{trigger}, {kind}, {words}"
 METADATA = "metadata.jsonl"
 DATASET_CONFIG = "dataset_config.toml"
 CAPTION_EXTENSION = ".txt"
@@ -52,17 +56,34 @@ class CaptionTemplate:
         self.trigger = trigger.strip()
         self.caption("source", 1, 1)  # format specs that cannot apply (e.g. {source:d}) fail now, not mid-run
 
-    def caption(self, source: str, page: int, region: int | None = None, words: str = "") -> str:
+    def caption(self, source: str, page: int, region: int | None = None, words: str = "", kind: str = "") -> str:
         """The caption of page ``page`` of PDF stem ``source`` (region ``region``, ``None`` for the whole page),
-        ``words`` being those printed around the picture."""
+        ``words`` being those printed around the picture and ``kind`` what kind of picture it is."""
         try:
             text = self.template.format(
-                source=source, page=page, region="" if region is None else region, trigger=self.trigger, words=words
+                source=source,
+                page=page,
+                region="" if region is None else region,
+                trigger=self.trigger,
+                kind=kind,
+                words=words,
             )
         except (ValueError, TypeError) as exc:
             raise ValueError(f"bad caption template {self.template!r}: {exc}") from None
         pieces = (re.sub(r"\s+", " ", piece).strip() for piece in safe_text(text).split(","))
         return ", ".join(piece for piece in pieces if piece)
+
+
+def trigger_note(template: CaptionTemplate, how: str = "--trigger WORD") -> str:
+    """One line for the user when the captions have a ``{trigger}`` but no trigger word was given (empty
+    otherwise): a LoRA is called up by a word it learned from every caption, and none is there. ``how`` says
+    how to give one where the note is shown (the CLI's flag, the Space's field)."""
+    if "trigger" not in template.fields or template.trigger:
+        return ""
+    return (
+        "note: no trigger word: a LoRA usually needs one (a rare word such as 'vstnkmd', in every caption, "
+        f"calls up what it learned); set it with {how}"
+    )
 
 
 def caption_name(image_name: str) -> str:

@@ -8,10 +8,12 @@ from collections.abc import Sequence
 
 from tqdm import tqdm
 
+from pipeline.captions import trigger_note
 from pipeline.execution import Execution
 from pipeline.journal import ResumeMismatch
 from pipeline.layout import layout_for
 from pipeline.manifest import PageRecord
+from pipeline.ocr import ocr_note
 from pipeline.options import Options
 from pipeline.orchestrator import NothingToDo, Progress, run
 from pipeline.settings import add_settings, from_args
@@ -61,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for note in (trigger_note(options.captions()), ocr_note(options)):  # once each, before the progress bar
+        if note:
+            print(note, file=sys.stderr)
     bar = tqdm(unit="page", dynamic_ncols=True, file=sys.stderr)
 
     def on_page(record: PageRecord, progress: Progress) -> None:

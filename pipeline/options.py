@@ -8,6 +8,7 @@ from pipeline.captions import DEFAULT_TEMPLATE, CaptionTemplate
 from pipeline.dedupe import DEFAULT_THRESHOLD
 from pipeline.fit import DEFAULT_MIN_SIDE, Fit, parse_fit
 from pipeline.judges import DEFAULT_JUDGE, JUDGES
+from pipeline.ocr import DEFAULT_LANG, LANG_FORMAT
 from pipeline.settings import setting
 
 CROP_MODES = ("auto", "always", "never")
@@ -80,12 +81,24 @@ class Options:
     """Perceptual-hash Hamming distance at or under which an image is a duplicate; ``None`` keeps all."""
     caption: str = setting(
         DEFAULT_TEMPLATE,
-        "caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, {words} "
-        "(the words printed in and around the picture), {source} (PDF name), {page}, {region} "
-        "(default: '%(default)s')",
+        "caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, {kind} "
+        "(what the picture is: monochrome or colour line art, halftone or continuous tone), {words} (the words "
+        "printed in and around the picture: text layer, else OCR), {source} (PDF name), {page}, {region} "
+        "(default: '%(default)s': never empty, no file names)",
         metavar="TEMPLATE",
     )
     trigger: str = setting("", "the trigger word(s) that {trigger} stands for")
+    ocr: bool = setting(
+        True,
+        "read {words} with Tesseract where a page has no text layer around the picture (--no-ocr: text layers only)",
+    )
+    """Read ``{words}`` with Tesseract where the page has no text layer there (``pipeline.ocr``)."""
+    ocr_lang: str = setting(
+        DEFAULT_LANG,
+        "Tesseract language packs for OCR, joined by + (default: %(default)s: English, Russian, French, German "
+        "and German Fraktur)",
+        metavar="LANGS",
+    )
     kohya_config: bool = setting(False, "also write a kohya sd-scripts dataset_config.toml")
     """Also write a kohya sd-scripts ``dataset_config.toml`` (buckets on, no upscaling)."""
 
@@ -98,6 +111,10 @@ class Options:
             raise ValueError(f"quality must be between 1 and 100, got {self.quality}")
         if self.dedupe is not None and not 0 <= self.dedupe <= 64:
             raise ValueError(f"dedupe threshold must be between 0 and 64 bits, got {self.dedupe}")
+        if not LANG_FORMAT.fullmatch(self.ocr_lang):
+            raise ValueError(
+                f"ocr_lang must be Tesseract language packs joined by '+' (eng+deu), got {self.ocr_lang!r}"
+            )
         self.fit_spec()
         self.captions()
 

@@ -290,7 +290,7 @@ def _commit(
         if image.undersized:
             record.undersized.append(image.name)
     source = Path(record.source).stem
-    texts = [captions.caption(source, record.page, image.region, image.words) for image in images]
+    texts = [captions.caption(source, record.page, image.region, image.words, image.kind) for image in images]
     writer.commit((task.key, record.page), record, images, texts)
     if result.thumbnail is not None and summary.borderline is not None:
         summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)

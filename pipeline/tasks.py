@@ -56,6 +56,8 @@ class PageImage:
     """The words printed in and around the picture (its caption's ``{words}``)."""
     features: LocalFeatures | None = None
     """Its keypoints, to find it again under another box (``None`` when deduplication is off)."""
+    kind: str = ""
+    """What kind of picture it is (its caption's ``{kind}``, :mod:`pipeline.kinds`; empty when not asked for)."""
 
 
 @dataclass(frozen=True)

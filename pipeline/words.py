@@ -1,8 +1,9 @@
 """The words printed in and around a picture, from the page's text layer (OCR or born-digital), for captions.
 
-An engraving's title or legend usually sits right under or over it ("THE UNITED STATES CAPITOL"), and most
+An engraving's title or legend usually sits right under or over it ("THE UNITED STATES CAPITOL"), and many
 scanned archives carry an OCR layer: those words say what the picture shows, where a file name only teaches
-a LoRA digits and fragments. Nothing is downloaded or recognised here: the words are the PDF's own.
+a LoRA digits and fragments. Nothing is recognised here: the words are the PDF's own; where it has none
+around a picture, :mod:`pipeline.ocr` reads them from the pixels and cleans them the same way.
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def words_near(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> str:
     """The words in and within :data:`MARGIN_MM` above or below ``boxes`` (page fractions), in reading order,
     cleaned for a caption: line-end hyphens joined, OCR noise (tokens that are mostly not letters) dropped,
     lower case, at most :data:`MAX_WORDS`. No boxes: the whole page's words. No text layer: ``""``."""
+    return layer_words_near(page, boxes) or ""
+
+
+def layer_words_near(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> str | None:
+    """:func:`words_near`, but ``None`` where the text layer has no word at all in that area: only there is
+    the page read by OCR (:mod:`pipeline.ocr`), so a text layer's words are never read twice."""
     rect = page.rect
     margin = MARGIN_MM * 72 / 25.4
     areas = [rect] if not boxes else [_area(rect, box, margin) for box in boxes]
@@ -35,6 +42,8 @@ def words_near(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> str:
     for area in areas:
         for *_, text, block, line, number in page.get_text("words", clip=area):
             found.setdefault((block, line, number), text)
+    if not found:
+        return None
     return clean_words([found[key] for key in sorted(found)], _line_ends(found))
 
 

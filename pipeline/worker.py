@@ -19,8 +19,10 @@ from pipeline.cleanup import Cleanup
 from pipeline.dedupe import fingerprint, local_features
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
+from pipeline.kinds import picture_kind
 from pipeline.manifest import PageRecord
 from pipeline.names import safe_text
+from pipeline.ocr import OcrFailed, read_words, unavailable
 from pipeline.options import AUTO_CROP_COVERAGE, Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
@@ -28,7 +30,7 @@ from pipeline.scale import line_pitch, true_zoom
 from pipeline.scan import Scan, decoder_warnings, find_scan, scan_view
 from pipeline.source import PdfError, open_pdf
 from pipeline.tasks import DroppedImage, PageImage, PageResult, Task
-from pipeline.words import words_near
+from pipeline.words import layer_words_near
 
 # MuPDF's complaints about damaged files go to each page's ``warning`` in the manifest, not to stderr (where
 # they would tear through the progress bar and be lost).
@@ -90,10 +92,14 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(_shrunk(view, 2 * THUMBNAIL_SIDE))
+        notes: list[str] = []
         if verdict.keep:
             boxes = verdict.boxes if _crops(options.crop, verdict.boxes) else ()
-            result.images, result.dropped = _outputs(page, scan, view, view_zoom, gray, boxes, options, task, record)
-        record.warning = _page_warnings(doc)
+            scale = view_zoom / judge.zoom  # the page's real size over its declared one
+            result.images, result.dropped = _outputs(
+                page, scan, view, (view_zoom, scale), gray, boxes, options, task, record, notes
+            )
+        record.warning = _page_warnings(doc, notes)
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -152,16 +158,20 @@ def _outputs(
     page: pymupdf.Page,
     scan: Scan | None,
     view: np.ndarray,
-    view_zoom: float,
+    zooms: tuple[float, float],
     gray: bool,
     boxes: Sequence[Box],
     options: Options,
     task: Task,
     record: PageRecord,
+    notes: list[str],
 ) -> tuple[list[PageImage], list[DroppedImage]]:
     """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels;
-    the regions too small to write are returned apart, with why and (maybe) a thumbnail from ``view``."""
+    the regions too small to write are returned apart, with why and (maybe) a thumbnail from ``view``.
+    ``zooms``: the view's zoom and the page's real size over its declared one; ``notes`` gets what went wrong
+    reading a picture's words (for the page's warning)."""
     spec, native = _fit_spec(options), native_zoom(page)
+    view_zoom, scale = zooms
     images, dropped = [], []
     regions: Sequence[Box | None] = boxes or (None,)
     for number, box in enumerate(regions, start=1):
@@ -186,11 +196,21 @@ def _outputs(
             continue
         picture = fitted.image.convert("RGB")
         data = encode_jpeg(picture, options.quality)
-        words = words_near(page, (box,) if box is not None else record.boxes) if _wants_words(options) else ""
+        words = _words(page, (box,) if box is not None else record.boxes, scan, scale, options, notes)
+        kind = picture_kind(fitted.image) if "kind" in _fields(options) else ""
         features = local_features(picture) if options.dedupe is not None else None
         images.append(
             PageImage(
-                name, data, str(fingerprint(picture)), fitted.size, fitted.undersized, box, region, words, features
+                name,
+                data,
+                str(fingerprint(picture)),
+                fitted.size,
+                fitted.undersized,
+                box,
+                region,
+                words,
+                features,
+                kind,
             )
         )
     return images, dropped
@@ -222,12 +242,12 @@ WARNING_CHARS = 300
 """Longest warning text kept per page in the manifest (MuPDF repeats itself)."""
 
 
-def _page_warnings(doc: pymupdf.Document) -> str:
+def _page_warnings(doc: pymupdf.Document, notes: Sequence[str] = ()) -> str:
     """What MuPDF and the JPEG decoder reported since the page began (distinct lines, in order), and whether
     MuPDF repaired the file: a damaged page still renders, often partly blank or with grey blocks, so the
-    manifest says so instead of staying silent."""
+    manifest says so instead of staying silent. ``notes``: the page's own (OCR that failed)."""
     reported = [line for line in pymupdf.TOOLS.mupdf_warnings().splitlines() if line.strip()]
-    lines = dict.fromkeys([*reported, *decoder_warnings()])
+    lines = dict.fromkeys([*reported, *decoder_warnings(), *notes])
     if doc.is_repaired:
         lines = {"the file is damaged or truncated; MuPDF repaired it": None} | lines
     text = "; ".join(lines)
@@ -262,9 +282,40 @@ def _crops(mode: str, boxes: Sequence[Box]) -> bool:
 
 
 @cache
-def _wants_words(options: Options) -> bool:
-    """Whether captions use the page's words: only then is its text layer read."""
-    return "words" in options.captions().fields
+def _fields(options: Options) -> frozenset[str]:
+    """The caption's placeholders: a page's words are read, and a picture's kind measured, only when used."""
+    return options.captions().fields
+
+
+def _ocr_lang(options: Options) -> str | None:
+    """The languages to OCR pages without a text layer in, ``None`` when OCR is off or cannot run here (the
+    run's main process has said why, once: :func:`pipeline.ocr.ocr_note`)."""
+    return options.ocr_lang if options.ocr and not unavailable(options.ocr_lang) else None
+
+
+def _words(
+    page: pymupdf.Page,
+    boxes: Sequence[Box],
+    scan: Scan | None,
+    scale: float,
+    options: Options,
+    notes: list[str],
+) -> str:
+    """The words printed in and around ``boxes`` (the whole page without), for ``{words}``: the text layer's,
+    or where it has none there, Tesseract's (a failure is noted for the page's warning, and leaves none)."""
+    if "words" not in _fields(options):
+        return ""
+    words = layer_words_near(page, boxes)
+    if words is not None:
+        return words
+    lang = _ocr_lang(options)
+    if lang is None:
+        return ""
+    try:
+        return read_words(page, boxes, lang, scan, scale)
+    except OcrFailed as exc:
+        notes.append(str(exc))
+        return ""
 
 
 @cache

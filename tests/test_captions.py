@@ -1,10 +1,11 @@
 import json
 from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
 import tomllib
-from factories import large_engraving
+from factories import engraving, large_engraving, woodcut
 from PIL import Image
 
 from pipeline.captions import (
@@ -14,8 +15,10 @@ from pipeline.captions import (
     caption_name,
     dataset_config_toml,
     metadata_line,
+    trigger_note,
 )
 from pipeline.fit import Fit, encode_jpeg, fit
+from pipeline.kinds import picture_kind
 
 
 def test_template_fills_every_placeholder() -> None:
@@ -27,23 +30,87 @@ def test_template_fills_every_placeholder() -> None:
     assert with_trigger.caption("issue", 7) == "vstnk, issue, p0007"
 
 
-def test_the_default_caption_is_the_trigger_and_the_pictures_words_never_the_file_name() -> None:
+def test_the_default_caption_is_the_trigger_the_kind_and_the_pictures_words_never_the_file_name() -> None:
     default = CaptionTemplate(DEFAULT_TEMPLATE, trigger="vestnik mody")
-    assert default.caption("pdf_batch__sn93059126__1856050301", 4, None, "the united states capitol") == (
-        "vestnik mody, the united states capitol"
+    assert default.caption("pdf_batch__sn93059126__1856050301", 4, None, "the united states capitol", "halftone") == (
+        "vestnik mody, halftone, the united states capitol"
     )
-    assert default.caption("pdf_batch__sn93059126__1856050301", 4) == "vestnik mody", "no text layer: the trigger"
-    assert default.fields == {"trigger", "words"}
+    assert default.caption("pdf_batch__sn93059126__1856050301", 4) == "vestnik mody", "no words, no kind: the trigger"
+    assert default.fields == {"trigger", "kind", "words"}
+
+
+def test_the_default_caption_is_never_empty_without_a_trigger_or_printed_words() -> None:
+    kind = picture_kind(engraving(480, 400))
+    assert CaptionTemplate().caption("vestnik_1850", 3, None, "", kind) == "monochrome line art"
+
+
+def test_kind_fills_its_placeholder_wherever_it_stands() -> None:
+    template = CaptionTemplate("a {kind} from {source}, {trigger}", trigger="vm")
+    assert template.caption("vestnik", 1, kind="colour halftone") == "a colour halftone from vestnik, vm"
+    assert "kind" in template.fields
 
 
 def test_empty_placeholders_leave_no_stray_commas_or_spaces() -> None:
     assert CaptionTemplate(DEFAULT_TEMPLATE).caption("issue", 3) == ""
+    assert CaptionTemplate(DEFAULT_TEMPLATE).caption("issue", 3, None, "a legend", "") == "a legend"
     assert CaptionTemplate("{trigger},  {source} ,, region {region}").caption("a", 1) == "a, region"
+
+
+def test_the_missing_trigger_is_noted_once_with_how_to_set_it() -> None:
+    assert "--trigger WORD" in trigger_note(CaptionTemplate()) and "LoRA" in trigger_note(CaptionTemplate())
+    assert "the Trigger box" in trigger_note(CaptionTemplate(), how="the Trigger box")
+    assert trigger_note(CaptionTemplate(trigger="vstnkmd")) == ""
+    assert trigger_note(CaptionTemplate("an engraving, {words}")) == "", "no {trigger} to fill: the user's own words"
+
+
+def _photo(width: int, height: int, seed: int = 0, colour: bool = False) -> np.ndarray:
+    """A photograph-like picture: smooth tones at several scales, grain, in grey or in two hues."""
+    rng = np.random.default_rng(seed)
+    tone = sum(
+        cv2.resize(rng.random((height // s + 1, width // s + 1)).astype(np.float32), (width, height))
+        for s in (64, 16, 4)
+    )
+    tone = (tone - tone.min()) / np.ptp(tone) * 200 + 30 + rng.normal(0, 2, (height, width))
+    gray = np.clip(tone, 0, 255).astype(np.uint8)
+    if not colour:
+        return gray
+    sky = np.linspace(0, 1, height, dtype=np.float32)[:, None, None]
+    tint = sky * np.array([0.7, 0.85, 1.15]) + (1 - sky) * np.array([1.1, 1.0, 0.6])  # blue above, ochre below
+    return np.clip(gray[..., None] * tint, 0, 255).astype(np.uint8)
+
+
+def _screen(gray: np.ndarray, period: float) -> np.ndarray:
+    """``gray`` printed as a 45-degree halftone screen of ``period`` pixels (ink dots grow with the tone)."""
+    yy, xx = np.mgrid[0 : gray.shape[0], 0 : gray.shape[1]].astype(np.float32)
+    u, v = (xx + yy) / (period * 2**0.5), (yy - xx) / (period * 2**0.5)
+    screen = (np.cos(2 * np.pi * u) + np.cos(2 * np.pi * v)) / 4 + 0.5
+    return np.where(gray / 255.0 > screen, 245, 20).astype(np.uint8)
+
+
+def test_picture_kind_tells_line_art_halftone_and_continuous_tone_in_monochrome_and_colour() -> None:
+    photo = _photo(900, 700)
+    assert picture_kind(engraving(480, 400)) == "monochrome line art"
+    assert picture_kind(woodcut(900, 700)) == "monochrome line art"
+    assert picture_kind(photo) == "monochrome continuous tone"
+    assert picture_kind(_screen(photo, 4.0)) == "monochrome halftone"
+    assert picture_kind(_photo(900, 700, colour=True)) == "colour continuous tone"
+    assert picture_kind(Image.fromarray(photo).convert("RGB")) == "monochrome continuous tone", "grey in RGB"
+    sepia = np.stack([photo * 0.95 + 10, photo * 0.85 + 5, photo * 0.65], axis=2).astype(np.uint8)
+    assert picture_kind(sepia) == "monochrome continuous tone", "one weak hue: toned, not colour"
+
+
+def test_a_pixel_grid_is_no_screen() -> None:
+    """An image upscaled 4x (its pixel grid) or JPEG's 8x8 blocks peak like a screen, off the axes too."""
+    small = _photo(225, 175, seed=1)
+    upscaled = cv2.resize(small, (900, 700), interpolation=cv2.INTER_LANCZOS4)
+    assert picture_kind(upscaled) == "monochrome continuous tone"
 
 
 @pytest.mark.parametrize("bad", ["{sourse} page {page}", "{} page", "{0}", "{source.upper}", "{page[0]}"])
 def test_unknown_placeholders_are_refused_with_the_known_ones_named(bad: str) -> None:
-    with pytest.raises(ValueError, match=r"unknown placeholder .*\{source\}, \{page\}, \{region\}, \{trigger\}"):
+    with pytest.raises(
+        ValueError, match=r"unknown placeholder .*\{source\}, \{page\}, \{region\}, \{trigger\}, \{kind\}"
+    ):
         CaptionTemplate(bad)
 
 
@@ -121,3 +188,15 @@ def test_imagefolder_loads_with_captions_and_fitted_sizes(tmp_path: Path) -> Non
     width, height = seen["vestnik_p0003.jpg"]  # undersized: kept at its size, not upscaled
     assert width <= 700 and height <= 600 and width % 64 == 0 and height % 64 == 0
     assert np.isclose(dataset.filter(lambda row: row["page"] == 2)[0]["box"], [0.1, 0.1, 0.9, 0.6]).all()
+
+
+def test_the_cli_says_once_that_no_trigger_was_given(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from factories import mixed_page, pdf_from_images
+
+    from pipeline.cli import main
+
+    pdfs = [pdf_from_images(tmp_path / f"p{i}.pdf", [mixed_page(seed=i)] * 2) for i in range(2)]
+    assert main([*map(str, pdfs), "-o", str(tmp_path / "out/"), "--no-ocr", "--workers", "1"]) == 0
+    assert capsys.readouterr().err.count("note: no trigger word") == 1
+    assert main([*map(str, pdfs), "-o", str(tmp_path / "out2/"), "--no-ocr", "--trigger", "vm", "--workers", "1"]) == 0
+    assert "trigger" not in capsys.readouterr().err

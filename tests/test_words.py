@@ -40,11 +40,13 @@ def test_words_near_a_box_are_its_legend_not_the_pages_footer(tmp_path: Path) ->
 def test_captions_hold_the_words_printed_near_the_picture(tmp_path: Path) -> None:
     pdf = _plate_with_legend(tmp_path / "plate.pdf")
     bare = pdf_from_images(tmp_path / "bare.pdf", [mixed_page(800, 1100, seed=2)])  # no text layer
-    options = Options(**{**ARTICLE, "filter": "structure", "min_side": 64}, trigger="vestnik mody", crop=True, size=256)
+    options = Options(
+        **{**ARTICLE, "filter": "structure", "min_side": 64}, trigger="vestnik mody", crop=True, size=256, ocr=False
+    )
     run([pdf, bare], tmp_path / "out", options)
     rows = read_manifest(tmp_path / "out")
     captions = {row["source"]: (tmp_path / "out" / row["outputs"].replace(".jpg", ".txt")).read_text() for row in rows}
     assert captions == {
-        "plate.pdf": "vestnik mody, the united states capitol at washington",
-        "bare.pdf": "vestnik mody",
+        "plate.pdf": "vestnik mody, monochrome line art, the united states capitol at washington",
+        "bare.pdf": "vestnik mody, monochrome line art",
     }

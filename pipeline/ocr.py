@@ -1,0 +1,192 @@
+"""The words printed in and around a picture on a page without a text layer, read by Tesseract.
+
+Book scans and many archive PDFs carry no OCR layer, yet their plates' legends are on the page, in the pixels:
+without them ``{words}`` is empty and a caption says nothing of what the picture shows. Where the text layer
+has no words in the band around a picture (:data:`pipeline.words.MARGIN_MM` above and below it, and the
+picture itself: a cartoon's labels, a plate's legend inside its frame), that band is rendered at
+:data:`OCR_DPI` from the page (from its scan; a coarser scan is interpolated up, as Tesseract reads small type
+better so and misreads hatching less) and read by Debian's ``tesseract-ocr`` through pytesseract. Words
+Tesseract is unsure of, and boxes too narrow for their letters (hatching read as ``WW``), are dropped, the
+rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
+
+Tesseract runs as a subprocess per band (one thread each: the run's parallelism is its worker processes), so a
+crash costs one page's words, never the worker. Without Tesseract or a language pack the run goes on without
+OCR: :func:`ocr_note` says so once, in the main process; workers find it missing and read nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import unicodedata
+from collections.abc import Sequence
+from functools import cache
+from typing import TYPE_CHECKING
+
+from pipeline.judges import Box
+from pipeline.words import MARGIN_MM, clean_words
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pymupdf
+
+    from pipeline.options import Options
+    from pipeline.scan import Scan
+
+DEFAULT_LANG = "eng+rus+fra+deu+frk"
+"""Tesseract's language packs the archive's scripts need: English, Russian (Cyrillic), French, German in Antiqua
+and in Fraktur (``frk``: German books before ~1940 are mostly set in it)."""
+OCR_DPI = 300
+"""Tesseract's best resolution for body and legend type (8-12 pt: x-heights of 20-30 px)."""
+MIN_CONFIDENCE = 60
+"""Words Tesseract gives less confidence (0-100) are dropped: what it reads into hatching scores lower."""
+MIN_ASPECT = 0.25
+"""A word's box is at least this wide per letter for its height (type's letters are 0.3-1 as wide as the line
+is tall): strokes of hatching read as ``WW`` or ``NUN`` are tall and thin, and Tesseract can be sure of them."""
+GAP_MM = 10.0
+"""White set between a picture and the strips above and below it before Tesseract reads them (:func:`_apart`)."""
+MAX_PIXELS = 16_000_000
+"""Largest band Tesseract is given: a whole newspaper page at 300 dpi is ~30 MP, and minutes of work."""
+COMMAND = os.environ.get("TESSERACT_CMD") or "tesseract"
+"""The Tesseract program: a name on ``PATH`` or a path, ``$TESSERACT_CMD`` where set (Windows installs it off
+the ``PATH``)."""
+LANG_FORMAT = re.compile(r"[A-Za-z0-9_/-]+(\+[A-Za-z0-9_/-]+)*")
+"""Tesseract's language argument: pack names joined by ``+`` (``eng+deu``, ``script/Fraktur``)."""
+
+
+class OcrFailed(Exception):
+    """Tesseract ran but failed on this band; the page keeps no OCR words, and says why in its warning."""
+
+
+def ocr_note(options: Options) -> str:
+    """One line for the user when the run's captions want OCR but it cannot run (no Tesseract, a language
+    pack missing), empty otherwise; say it once per run: the run goes on without OCR."""
+    if not options.ocr or "words" not in options.captions().fields:
+        return ""
+    missing = unavailable(options.ocr_lang)
+    if not missing:
+        return ""
+    return f"note: no OCR: {missing}; pages without a text layer get no {{words}} (--no-ocr hides this note)"
+
+
+def unavailable(lang: str) -> str:
+    """Why Tesseract cannot read ``lang`` here (empty when it can)."""
+    return _unavailable(COMMAND, lang)
+
+
+@cache
+def _unavailable(command: str, lang: str) -> str:
+    """:func:`unavailable` for one program and language argument, asked once per process."""
+    try:
+        import pytesseract  # noqa: F401 - only whether it is there
+    except ImportError:
+        return "pytesseract is not installed (pip install pytesseract)"
+    program = shutil.which(command)
+    if program is None:
+        return (
+            f"Tesseract is not installed ({command!r} not found; apt-get install tesseract-ocr, brew install tesseract)"
+        )
+    try:
+        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"Tesseract does not run ({type(exc).__name__}: {exc})"
+    have = {line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()}
+    missing = [name for name in lang.split("+") if name not in have]
+    if missing:
+        packs = " ".join(f"tesseract-ocr-{name.lower()}" for name in missing if "/" not in name)
+        return (
+            f"Tesseract has no language pack for {'+'.join(missing)} (apt-get install {packs or 'the script packs'}; "
+            f"installed: {'+'.join(sorted(have - {'osd'})) or 'none'}; --ocr-lang chooses)"
+        )
+    return ""
+
+
+def bands(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> list[Box]:
+    """The areas to read, as page fractions: each box with :data:`pipeline.words.MARGIN_MM` above and below it
+    (the text layer's area), overlapping ones joined so no word is read twice; no boxes: the whole page."""
+    if not boxes:
+        return [(0.0, 0.0, 1.0, 1.0)]
+    margin = MARGIN_MM * 72 / 25.4 / page.rect.height
+    found = [(x0, max(0.0, y0 - margin), x1, min(1.0, y1 + margin)) for x0, y0, x1, y1 in boxes]
+    joined = True
+    while joined:
+        joined = False
+        for i, a in enumerate(found):
+            for j in range(i + 1, len(found)):
+                b = found[j]
+                if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                    found[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                    del found[j]
+                    joined = True
+                    break
+            if joined:
+                break
+    return sorted(found, key=lambda band: (band[1], band[0]))
+
+
+def read_words(
+    page: pymupdf.Page,
+    boxes: Sequence[Box],
+    lang: str = DEFAULT_LANG,
+    scan: Scan | None = None,
+    scale: float = 1.0,
+) -> str:
+    """The words Tesseract reads in :func:`bands` of ``page``, cleaned for a caption (``""`` when none).
+
+    ``scale`` is the page's real size over its declared one (:mod:`pipeline.scale`): a page declared too small
+    is rendered larger so its type reaches :data:`OCR_DPI`. Raises :class:`OcrFailed` when Tesseract fails."""
+    import numpy as np
+
+    from pipeline.render import render
+
+    words: list[str] = []
+    line_ends: set[int] = set()
+    for band in bands(page, boxes):
+        x0, y0, x1, y1 = band
+        area = page.rect.width * (x1 - x0) * page.rect.height * (y1 - y0)
+        zoom = min(OCR_DPI / 72 * scale, (MAX_PIXELS / max(area, 1e-6)) ** 0.5)
+        pixels = np.asarray(render(page, zoom, "gray", band, scan))
+        cuts = [(edge - y0) / (y1 - y0) for box in boxes if y0 <= box[1] < y1 for edge in (box[1], box[3])]
+        read, ends = _tesseract(_apart(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom)), lang)
+        line_ends.update(len(words) + i for i in ends)
+        words.extend(read)
+    return clean_words(words, line_ends)
+
+
+def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
+    """``pixels`` cut into strips at ``cuts`` (fractions of its height: the pictures' top and bottom edges), the
+    strips stacked again with ``gap`` rows of white between them. Tesseract's layout analysis otherwise takes a
+    legend set close under a picture for part of it, and reads its letters as the picture's marks, or nothing."""
+    import numpy as np
+
+    rows = sorted({min(pixels.shape[0], max(0, round(cut * pixels.shape[0]))) for cut in cuts} - {0, pixels.shape[0]})
+    if not rows:
+        return np.ascontiguousarray(pixels)
+    white = np.full((gap, pixels.shape[1]), 255, np.uint8)
+    strips = np.split(pixels, rows)
+    return np.vstack([part for strip in strips[:-1] for part in (strip, white)] + [strips[-1]])
+
+
+def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
+    """Tesseract's confident words in ``pixels`` (grey), in its reading order, and which of them end a line."""
+    import pytesseract
+    from PIL import Image
+
+    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one thread per band: workers are the parallelism
+    pytesseract.pytesseract.tesseract_cmd = COMMAND
+    try:
+        data = pytesseract.image_to_data(Image.fromarray(pixels), lang=lang, output_type=pytesseract.Output.DICT)
+    except (pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError) as exc:
+        raise OcrFailed(f"OCR failed: {type(exc).__name__}: {exc}".strip()) from None
+    kept: list[tuple[tuple[int, int, int], str]] = []
+    for text, confidence, block, paragraph, line, width, height in zip(
+        data["text"], data["conf"], data["block_num"], data["par_num"], data["line_num"], data["width"],
+        data["height"], strict=True,
+    ):  # fmt: skip
+        text = text.strip()
+        if text and float(confidence) >= MIN_CONFIDENCE and width >= MIN_ASPECT * height * len(text):
+            kept.append(((block, paragraph, line), unicodedata.normalize("NFKC", text)))  # ſ → s, ﬁ → fi
+    ends = {i for i, (key, _) in enumerate(kept) if i + 1 == len(kept) or kept[i + 1][0] != key}
+    return [text for _, text in kept], ends

@@ -1,0 +1,167 @@
+"""OCR where a page has no text layer: a scanned plate's printed legend reaches its caption; without Tesseract
+(or a language pack) the run says so once and goes on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pymupdf
+import pytest
+from factories import engraving
+
+from pipeline import Options, run
+from pipeline import ocr as ocr_module
+from pipeline.cli import main
+from pipeline.execution import Execution
+from pipeline.ocr import DEFAULT_LANG, _unavailable, bands, read_words
+from pipeline.scan import find_scan
+from pipeline.writer import read_manifest
+
+TESSERACT = shutil.which("tesseract") or "tesseract"
+"""The real Tesseract, whatever ``$TESSERACT_CMD`` says (a test session may point it away for speed)."""
+MISSING = _unavailable(TESSERACT, DEFAULT_LANG)
+needs_tesseract = pytest.mark.skipif(bool(MISSING), reason=MISSING or "Tesseract is here")
+
+
+@pytest.fixture(autouse=True)
+def real_tesseract(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests run in this process (one worker) with the real Tesseract."""
+    monkeypatch.setattr(ocr_module, "COMMAND", TESSERACT)
+
+
+LEGEND = ("THE IMPERIAL PALACE", "AT PETERHOF")
+
+
+def scanned_plate(path: Path, legend: tuple[str, ...] = LEGEND, dpi: int = 200, seed: int = 3) -> Path:
+    """A page drawn with PyMuPDF, a picture in its upper half and its legend printed under it as vector text,
+    then rasterised at ``dpi`` into an image-only PDF: the legend is in the pixels only, as on a scan."""
+    drawn = pymupdf.open()
+    page = drawn.new_page(width=432, height=576)  # 6 x 8 in
+    picture = pymupdf.Rect(60, 60, 372, 300)
+    pixmap = pymupdf.Pixmap(pymupdf.csGRAY, 624, 480, engraving(624, 480, seed).tobytes(), False)
+    page.insert_image(picture, pixmap=pixmap)
+    for line, text in enumerate(legend):
+        page.insert_text((100, picture.y1 + 22 + 16 * line), text, fontsize=12, fontname="tiro")
+    scan = page.get_pixmap(matrix=pymupdf.Matrix(dpi / 72, dpi / 72), colorspace=pymupdf.csGRAY)
+    out = pymupdf.open()
+    out.new_page(width=432, height=576).insert_image(pymupdf.Rect(0, 0, 432, 576), stream=scan.tobytes("png"))
+    out.save(path)
+    assert not out[0].get_text("words"), "no text layer: the legend is only in the pixels"
+    return path
+
+
+def captions(folder: Path) -> list[str]:
+    return [json.loads(line)["text"] for line in (folder / "metadata.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+@needs_tesseract
+def test_a_scanned_plates_printed_legend_reaches_its_caption(tmp_path: Path) -> None:
+    pdf = scanned_plate(tmp_path / "plate.pdf")
+    run([pdf], tmp_path / "out", Options(min_side=64), Execution(workers=1))
+    (text,) = captions(tmp_path / "out")
+    assert text == "monochrome line art, the imperial palace at peterhof"
+    (name,) = read_manifest(tmp_path / "out")[0]["outputs"].split()
+    assert (tmp_path / "out" / name.replace(".jpg", ".txt")).read_text(encoding="utf-8") == text
+
+
+@needs_tesseract
+def test_the_band_around_the_picture_is_read_not_the_whole_page(tmp_path: Path) -> None:
+    with pymupdf.open(
+        scanned_plate(tmp_path / "plate.pdf", (*LEGEND, "", "", "", "", "", "", "", "PRINTED BY GAZETTE"))
+    ) as doc:
+        page, scan = doc[0], find_scan(doc[0])  # read from the scan, as the worker does
+        box = (60 / 432, 60 / 576, 372 / 432, 300 / 576)
+        assert "gazette" in read_words(page, (), scan=scan)
+        assert read_words(page, [box], scan=scan) == "the imperial palace at peterhof"
+
+
+def test_overlapping_bands_are_read_once() -> None:
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=400, height=1000)
+        assert bands(page) == [(0.0, 0.0, 1.0, 1.0)]
+        near = bands(page, [(0.1, 0.10, 0.9, 0.30), (0.1, 0.33, 0.9, 0.5)])  # 15 mm margins meet
+        assert len(near) == 1 and near[0][1] < 0.10 and near[0][3] > 0.5
+        assert len(bands(page, [(0.1, 0.05, 0.9, 0.2), (0.1, 0.7, 0.9, 0.9)])) == 2
+
+
+def test_no_ocr_reads_nothing_from_the_pixels(tmp_path: Path) -> None:
+    run(
+        [scanned_plate(tmp_path / "plate.pdf")], tmp_path / "out", Options(min_side=64, ocr=False), Execution(workers=1)
+    )
+    assert captions(tmp_path / "out") == ["monochrome line art"]
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [({"COMMAND": "/nonexistent/tesseract"}, "Tesseract is not installed"), ({}, "no language pack for xx")],
+)
+def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], setting: dict, said: str
+) -> None:
+    for name, value in setting.items():
+        monkeypatch.setattr(ocr_module, name, value)
+    pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
+    lang = ["--ocr-lang", "eng+xx"] if not setting else []
+    code = main([*map(str, pdfs), "-o", str(tmp_path / "out/"), "--min-side", "64", "--workers", "1", *lang])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.count("note: no OCR") == 1 and said in err, err
+    rows = read_manifest(tmp_path / "out")
+    assert [(row["error"], row["warning"]) for row in rows] == [("", ""), ("", "")]
+    assert captions(tmp_path / "out") == ["monochrome line art"] * 2
+
+
+def test_a_bad_language_argument_is_refused_before_the_run() -> None:
+    with pytest.raises(ValueError, match="ocr_lang"):
+        Options(ocr_lang="eng deu")
+
+
+@needs_tesseract
+def test_a_tesseract_failure_costs_the_page_its_words_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytesseract
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise pytesseract.TesseractError(1, "simulated")
+
+    monkeypatch.setattr(pytesseract, "image_to_data", fail)
+    run([scanned_plate(tmp_path / "plate.pdf")], tmp_path / "out", Options(min_side=64), Execution(workers=1))
+    (row,) = read_manifest(tmp_path / "out")
+    assert row["error"] == "" and "OCR failed" in row["warning"] and "simulated" in row["warning"]
+    assert captions(tmp_path / "out") == ["monochrome line art"]
+
+
+def test_a_page_with_a_text_layer_there_is_not_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """OCR only where the text layer has no word around the picture: its own words are better, and free."""
+    pdf = scanned_plate(tmp_path / "plate.pdf")
+    with pymupdf.open(pdf) as doc:
+        doc[0].insert_text((100, 322), "THE WINTER PALACE", fontsize=12, render_mode=3)  # an invisible OCR layer
+        doc.saveIncr()
+    read: list[str] = []
+    monkeypatch.setattr(ocr_module, "_tesseract", lambda pixels, lang: read.append(lang) or ([], set()))
+    run([pdf], tmp_path / "out", Options(min_side=64), Execution(workers=1))
+    assert captions(tmp_path / "out") == ["monochrome line art, the winter palace"] and read == []
+
+
+def test_unsure_words_and_boxes_too_thin_for_their_letters_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What Tesseract reads into hatching: words it is unsure of, or sure of in boxes no letters fit (``WW``
+    11 px wide and 46 px tall); Fraktur's long s (``ſ``) is read as the ``s`` a caption needs."""
+    import numpy as np
+    import pytesseract
+
+    rows = [  # text, confidence, line, width, height
+        ("Der", 96, 1, 60, 30), ("Wald-", 91, 1, 100, 30), ("ſaum", 90, 2, 90, 30), ("Ee", 41, 2, 40, 30),
+        ("WW", 81, 2, 11, 46), ("NUN", 66, 3, 23, 57), ("bey", 88, 3, 70, 32),
+    ]  # fmt: skip
+    data = {
+        "text": [r[0] for r in rows], "conf": [r[1] for r in rows], "block_num": [1] * len(rows),
+        "par_num": [1] * len(rows), "line_num": [r[2] for r in rows], "width": [r[3] for r in rows],
+        "height": [r[4] for r in rows],
+    }  # fmt: skip
+    monkeypatch.setattr(pytesseract, "image_to_data", lambda *args, **kwargs: data)
+    read, ends = ocr_module._tesseract(np.full((40, 40), 255, np.uint8), DEFAULT_LANG)
+    assert read == ["Der", "Wald-", "saum", "bey"] and ends == {1, 2, 3}
+    assert ocr_module.clean_words(read, ends) == "der waldsaum bey"

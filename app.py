@@ -18,7 +18,6 @@ import io
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import time
 import uuid
@@ -588,7 +587,18 @@ demo.queue(default_concurrency_limit=1, max_size=16)
 
 LAUNCH_KWARGS = {"max_file_size": MAX_FILE_SIZE, "theme": gr.themes.Soft(), "css": CSS}
 
+
+def _stop(*_: object) -> None:
+    """SIGTERM (a Space restarting, ``docker stop``): stop serving, remove the work folder, exit 0 at once.
+
+    Not ``sys.exit``: finalising the interpreter while a request thread is inside torch aborts the process (the
+    thread, coming back for the GIL, is unwound through torch's C++ frames: ``std::terminate``, SIGABRT).
+    ``demo.close()`` gives the server up to 5 s to stop (an idle one deletes the files Gradio made as it does)."""
+    demo.close()
+    shutil.rmtree(_WORK_ROOT, ignore_errors=True)
+    os._exit(0)
+
+
 if __name__ == "__main__":
-    # SIGTERM (a Space restarting, `docker stop`) ends the process like Ctrl-C, so atexit removes the work folder.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGTERM, _stop)
     demo.launch(**LAUNCH_KWARGS)

@@ -10,6 +10,9 @@ import importlib
 import io
 import os
 import sys
+
+# OCR (Tesseract, ~1.5 s a page) is off for the suite's many generated scans: tests/test_ocr.py uses the real one.
+os.environ.setdefault("TESSERACT_CMD", "/nonexistent/tesseract")
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path

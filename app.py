@@ -223,8 +223,10 @@ def pdf_to_dataset(
 
 
 def _status(text: str) -> tuple[object, ...]:
-    """A running update: the summary box only, every other output unchanged."""
-    return gr.skip(), text, gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    """A running update: the summary box, the chart and report unchanged, and the file outputs (zip, galleries) empty,
+    as the Build button left them. Not ``gr.skip()`` for those: an update makes Gradio give the session its own copy
+    of the component, and files that copy is given are never deleted (``delete_cache`` sees only the page's own)."""
+    return None, text, gr.skip(), None, None, gr.skip(), None
 
 
 def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> tuple[object, ...]:
@@ -391,7 +393,7 @@ CSS = """
 """
 
 with _Space(
-    title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(60, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
+    title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(1, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
 ) as demo:
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
     with gr.Tab("Cattle scanner"):
@@ -490,7 +492,7 @@ with _Space(
                     caption = gr.Textbox(
                         value=Options().caption,
                         label="Caption template",
-                        info="{trigger}, {words} (printed near the picture), {source} (PDF name), {page}, {region}",
+                        info="{trigger}, {kind} (line art, halftone…), {words} (printed near the picture), {source} (PDF name), {page}, {region}",
                         elem_id="caption",
                     )
                     dedupe = gr.Number(

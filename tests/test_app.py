@@ -510,22 +510,15 @@ runpy.run_path("app.py", run_name="__main__")
 """
 
 
-def test_sigterm_removes_the_work_folder(app_model: Path, files: dict[str, Path], tmp_path: Path) -> None:
-    """SIGTERM while a thread is inside torch, as a classification in flight is: exit code 0, the work folder gone.
-    ``sys.exit`` in the handler finalised the interpreter under that thread, which torch's C++ then aborted
-    (SIGABRT, -6, after atexit had run): 3 runs of 3 here, 3 of 8 with two clients classifying 8 photos each."""
-    env = {
-        **os.environ,
-        "TMPDIR": str(tmp_path),
-        "MODEL_ID": str(app_model),
-        "GRADIO_SERVER_NAME": "127.0.0.1",
-        "GRADIO_SERVER_PORT": str(free_port()),
-        "IN_TORCH": str(tmp_path / "in-torch"),
-    }
-    server = subprocess.Popen(
-        [sys.executable, "-c", IN_TORCH], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
-    url = f"http://127.0.0.1:{env['GRADIO_SERVER_PORT']}/"
+def _launch(tmp_path: Path, app_model: Path, code: str = "", **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``python app.py`` (or ``code`` that runs it) in its own process, its temporary files under ``tmp_path``, with
+    ``env`` added; returns once it serves, with its URL."""
+    port = str(free_port())
+    env = {**os.environ, "TMPDIR": str(tmp_path), "MODEL_ID": str(app_model), **env}
+    env |= {"GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": port}
+    command = [sys.executable, "-c", code] if code else [sys.executable, "app.py"]
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and server.poll() is None:
         try:
@@ -533,14 +526,50 @@ def test_sigterm_removes_the_work_folder(app_model: Path, files: dict[str, Path]
                 break
         except httpx.HTTPError:
             time.sleep(0.2)
+    return server, url
+
+
+def test_sigterm_removes_the_work_folder(app_model: Path, files: dict[str, Path], tmp_path: Path) -> None:
+    """SIGTERM while a thread is inside torch, as a classification in flight is: exit code 0, the work folder gone.
+    ``sys.exit`` in the handler finalised the interpreter under that thread, which torch's C++ then aborted
+    (SIGABRT, -6, after atexit had run): 3 runs of 3 here, 3 of 8 with two clients classifying 8 photos each."""
+    in_torch = tmp_path / "in-torch"
+    server, url = _launch(tmp_path, app_model, IN_TORCH, IN_TORCH=str(in_torch))
     assert list(tmp_path.glob("space-pdf-*")), "the app made its work folder"
     verdict, _, _ = Client(url, verbose=False).predict(handle_file(files["photo"]), api_name="/classify")
     assert verdict["label"].rsplit(" (", 1)[0] in LABELS.values()
-    Path(env["IN_TORCH"]).touch()
+    in_torch.touch()
     time.sleep(1)
     server.send_signal(signal.SIGTERM)
     assert server.wait(timeout=30) == 0, server.stdout.read().decode()[-3000:]
     assert not list(tmp_path.glob("space-pdf-*")), "SIGTERM left the work folder behind"
+
+
+def test_results_handed_to_the_page_are_deleted_after_cache_max_age(
+    app_model: Path, files: dict[str, Path], tmp_path: Path
+) -> None:
+    """With ``CACHE_MAX_AGE_S=3`` (checked every second) the zip and gallery pictures a job handed to the page are
+    gone seconds after the job. Its running updates skipped those outputs (``gr.skip()``), which gives the session
+    Gradio's own copies of them, and ``delete_cache`` never sees what the copies are given: 20 gallery images
+    (9.3 MB) had stayed on the Space past the age."""
+
+    def served() -> list[str]:
+        return sorted(p.name for p in (tmp_path / "gradio").rglob("*") if p.suffix in (".webp", ".zip"))
+
+    server, url = _launch(tmp_path, app_model, CACHE_MAX_AGE_S="3")
+    try:
+        _, _, _, kept, rejected, _, _ = Client(url, verbose=False).predict(
+            [handle_file(files["pdf"])], threshold="40", filter_name="sigma", api_name="/pdf_to_dataset"
+        )
+        assert kept and rejected
+        assert served() == ["gazette_dataset.zip"] + ["image.webp"] * (len(kept) + len(rejected))
+        deadline = time.monotonic() + 20
+        while served() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not served(), "Gradio kept what it served past CACHE_MAX_AGE_S"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_free_space_limits(app: ModuleType) -> None:

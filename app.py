@@ -492,7 +492,8 @@ with _Space(
                     caption = gr.Textbox(
                         value=Options().caption,
                         label="Caption template",
-                        info="{trigger}, {kind} (line art, halftone…), {words} (printed near the picture), {source} (PDF name), {page}, {region}",
+                        info="{trigger}, {kind} (line art, halftone…), {words} (printed near the picture), "
+                        "{source} (PDF name), {page}, {region}",
                         elem_id="caption",
                     )
                     dedupe = gr.Number(

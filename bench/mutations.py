@@ -99,7 +99,7 @@ MUTATIONS = (
              "    shutil.rmtree(work, ignore_errors=True)  # Gradio has made its own copy", "    pass  #",
              ("tests/test_app.py::test_the_result_zip_is_stored_once",)),
     Mutation("SIGTERM leaves the work folder", "app.py",
-             "    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))", "    pass",
+             "    signal.signal(signal.SIGTERM, _stop)", "    pass",
              ("tests/test_app.py::test_sigterm_removes_the_work_folder",)),
     Mutation("Cancel does not cancel", "app.py", "        cancels=[build],", "        cancels=[],",
              ("tests/test_browser.py::test_cancel_stops_the_run",)),

@@ -4,10 +4,12 @@ Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fr
 whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, rows refused as not a PDF
 (HTML, SVG, images named ``.pdf``), manifest cells a spreadsheet would run as formulas, output names holding
 bidirectional controls, and peak memory. Then: processes left after a kill -9, and the disk one request of three
-zip bombs takes (``gather_uploads`` with the Space's budget).
+zip bombs takes (``gather_uploads`` with the Space's budget), and URL inputs from a loopback server (presigned URLs,
+a drip-fed download under ``--max-seconds``, a 500, a redirect loop), and what a download interrupted by ``kill -9``
+(then rerun) or SIGTERM leaves in the temporary folder.
 ``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
 
-    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill request]
+    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill request remote signals]
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
+import http.server
 import io
 import os
 import shutil
@@ -22,8 +26,10 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -110,9 +116,10 @@ def _peak_rss(process: subprocess.Popen) -> int:
     return peak
 
 
-def run_case(repo: Path, source: Path, out: Path) -> tuple[int, int, str]:
+def run_case(repo: Path, source: Path | list[str], out: Path, extra: Sequence[str] = ()) -> tuple[int, int, str]:
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    command = [sys.executable, "-m", "pipeline", str(source), "-o", str(out), "--workers", "1", "--no-resume"]
+    inputs = source if isinstance(source, list) else [str(source)]
+    command = [sys.executable, "-m", "pipeline", *inputs, "-o", str(out), "--workers", "1", "--no-resume", *extra]
     command += ["--filter", "sigma"]  # the noise-block scans are kept by sigma: every page should give an image
     process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = _peak_rss(process)
@@ -220,7 +227,150 @@ def bomb_request(repo: Path, folder: Path) -> tuple[int, float, str]:
     return peak, seconds, f"{size / 2**20:.1f} MB zips; " + out
 
 
-PARTS = ["cli", "kill", "request"]
+class _Hostile(http.server.SimpleHTTPRequestHandler):
+    """Serves a folder, and hostile servers under prefixes: ``/broken/`` always answers 500, ``/loop/``
+    redirects to itself, ``/drip/`` declares 10 MB and sends 1 byte a second (for 330 s, past aiohttp's own
+    300 s), ``/slow/`` serves the file at 128 KB/s."""
+
+    def do_GET(self) -> None:
+        prefix = self.path.split("/")[1]
+        if prefix == "broken":
+            self.send_error(500)
+        elif prefix == "loop":
+            self.send_response(302)
+            self.send_header("Location", self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        elif prefix == "drip":
+            self.send_response(200)
+            self.send_header("Content-Length", str(10 * 2**20))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client gave up
+                self.wfile.write(b"%PDF-1.4\n")
+                for _ in range(330):
+                    self.wfile.flush()
+                    time.sleep(1)
+                    self.wfile.write(b"0")
+        else:
+            if prefix == "slow":
+                self.path = self.path.removeprefix("/slow")
+                self.wfile = _Throttled(self.wfile)
+            super().do_GET()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class _Throttled(io.BufferedIOBase):
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        self._raw = raw
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        for start in range(0, len(data), 8192):
+            self._raw.write(data[start : start + 8192])
+            self._raw.flush()
+            time.sleep(1 / 16)
+        return len(data)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+@contextlib.contextmanager
+def serve(folder: Path) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` serving ``folder`` (and the hostile prefixes) from a thread."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Hostile, directory=str(folder)))
+    httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # clients killed mid-response: expected
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def remote_cases(repo: Path, folder: Path) -> None:
+    """URL inputs from a loopback server: presigned URLs, a stalled download under ``--max-seconds 10``,
+    a 500 and a redirect loop: exit code, rows / pages, seconds, the error line."""
+    served = folder / "served"
+    _scan_pdf(served / "scan.pdf", pages=2)
+    _scan_pdf(served / "other.pdf", seed=1)
+    with serve(served) as server:
+        signed = f"{server}/scan.pdf?X-Amz-Expires=60&X-Amz-Signature=ab%2Fc%3D"
+        cases = {
+            "presigned URL alone": ([signed], 2, []),
+            "presigned URL + a plain one": ([signed, f"{server}/other.pdf"], 3, []),
+            "1 byte/s, --max-seconds 10": ([f"{server}/drip/big.pdf"], 0, ["--max-seconds", "10"]),
+            "HTTP 500": ([f"{server}/broken/a.pdf"], 0, []),
+            "redirect loop": ([f"{server}/loop/a.pdf"], 0, []),
+        }
+        print("\n| URL case | exit | manifest rows / pages | seconds | error line |\n| --- | --- | --- | --- | --- |")
+        for name, (urls, pages, extra) in cases.items():
+            out = folder / f"remote-{abs(hash(name))}.zip"
+            start = time.perf_counter()
+            code, _, err = run_case(repo, urls, out, extra)
+            rows = count_outputs(out)[0]
+            cells = [
+                name,
+                code,
+                f"{rows} / {pages}",
+                f"{time.perf_counter() - start:.1f}",
+                err.replace(server, "")[:90],
+            ]
+            print("| " + " | ".join(map(str, cells)) + " |")
+
+
+def _leftovers(tmp: Path) -> tuple[int, int]:
+    """(files, folders) the pipeline left in the temporary folder ``tmp``."""
+    paths = [path for path in tmp.glob("pipeline-*") for path in [path, *path.rglob("*")]]
+    return sum(path.is_file() for path in paths), sum(path.is_dir() for path in paths)
+
+
+def _fetching(repo: Path, url: str, out: Path, tmp: Path) -> subprocess.Popen:
+    """The CLI on ``url`` with ``TMPDIR=tmp``, once part of its copy is on disk."""
+    env = {**os.environ, "PYTHONPATH": str(repo), "TMPDIR": str(tmp)}
+    command = [sys.executable, "-m", "pipeline", url, "-o", str(out), "--workers", "1", "--filter", "sigma"]
+    process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    while process.poll() is None and not any(
+        path.is_file() and path.stat().st_size for path in tmp.glob("pipeline-*/**/*")
+    ):
+        time.sleep(0.05)
+    return process
+
+
+def copies_after_signals(repo: Path, folder: Path) -> None:
+    """A download (128 KB/s) interrupted by ``kill -9`` then rerun, and one by SIGTERM: what stays in TMPDIR."""
+    served = folder / "served-slow"
+    size = _scan_pdf(served / "big.pdf", pages=4).stat().st_size
+    with serve(served) as server:
+        url = f"{server}/slow/big.pdf"
+        tmp = folder / "tmp-kill"
+        tmp.mkdir()
+        process = _fetching(repo, url, folder / "killed-remote.zip", tmp)
+        process.kill()
+        process.wait()
+        killed = _leftovers(tmp)
+        env = {**os.environ, "PYTHONPATH": str(repo), "TMPDIR": str(tmp)}
+        command = [sys.executable, "-m", "pipeline", url, "-o", str(folder / "killed-remote.zip"), "--workers", "1"]
+        rerun = subprocess.run([*command, "--filter", "sigma"], cwd=repo, env=env, capture_output=True).returncode
+        after = _leftovers(tmp)
+        print(
+            f"\nkill -9 mid-download ({size / 2**20:.1f} MB PDF): {killed[0]} copies, {killed[1]} folders left; ",
+            end="",
+        )
+        print(f"after the rerun (exit {rerun}): {after[0]} copies, {after[1]} folders")
+        tmp = folder / "tmp-term"
+        tmp.mkdir()
+        process = _fetching(repo, url, folder / "termed-remote.zip", tmp)
+        start = time.perf_counter()
+        process.send_signal(signal.SIGTERM)
+        code = process.wait()
+        left = _leftovers(tmp)
+        print(f"SIGTERM mid-download: exit {code} after {time.perf_counter() - start:.1f} s, ", end="")
+        print(f"{left[0]} copies, {left[1]} folders left")
+
+
+PARTS = ["cli", "kill", "request", "remote", "signals"]
 
 
 def cli_cases(repo: Path, folder: Path) -> None:
@@ -260,6 +410,10 @@ def main() -> None:
         peak, seconds, reason = bomb_request(args.repo.resolve(), folder)
         print(f"\nthree zip bombs in one request: {peak / 2**20:,.0f} MB on disk at most (budget 2,048 MB), ", end="")
         print(f"{seconds:.1f} s; {reason}")
+    if "remote" in args.parts:
+        remote_cases(args.repo.resolve(), folder)
+    if "signals" in args.parts:
+        copies_after_signals(args.repo.resolve(), folder)
     if args.keep is None:
         shutil.rmtree(folder, ignore_errors=True)
 

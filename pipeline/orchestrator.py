@@ -15,7 +15,7 @@ from pathlib import Path
 from pipeline.captions import DATASET_CONFIG, CaptionTemplate
 from pipeline.dedupe import DuplicateIndex, Fingerprint
 from pipeline.execution import Execution
-from pipeline.fetch import Fetcher, FetchError
+from pipeline.fetch import Fetcher, FetchError, FetchStopped, sigterm_as_exit
 from pipeline.judges import threshold_of
 from pipeline.layout import Layout, layout_for
 from pipeline.manifest import PageRecord
@@ -142,14 +142,18 @@ def run(
     is processed); ``max_seconds`` stops it after the page that passes that time, with the pages done so far
     written and the reason in ``Summary.stopped``.
     """
-    pages = run_pages(inputs, layout, options, execution)
-    while True:
+    with sigterm_as_exit():  # SIGTERM ends the run as Ctrl-C does: output closed resumable, temp copies removed
+        pages = run_pages(inputs, layout, options, execution)
         try:
-            record, progress = next(pages)
-        except StopIteration as finished:
-            return finished.value
-        if on_page is not None:
-            on_page(record, progress)
+            while True:
+                try:
+                    record, progress = next(pages)
+                except StopIteration as finished:
+                    return finished.value
+                if on_page is not None:
+                    on_page(record, progress)
+        finally:
+            pages.close()
 
 
 def run_pages(
@@ -192,7 +196,8 @@ def run_pages(
         captions = options.captions()
         summary.total = total
         progress = Progress(done=len(done), total=total, kept=0, output_bytes=writer.size())
-        fetcher = Fetcher(urls, prefetch) if urls else None
+        deadline = None if max_seconds is None else time.monotonic() + max_seconds  # bounds downloads too
+        fetcher = Fetcher(urls, prefetch, deadline) if urls else None
         flow = Flow()
         start = time.perf_counter()
         complete = False
@@ -229,6 +234,11 @@ def run_pages(
                         f"{progress.done:,} of {progress.total:,} pages done"
                     )
                     break
+            if fetcher is not None and fetcher.out_of_time and not summary.stopped:
+                summary.stopped = (
+                    f"stopped after the time budget of {max_seconds:g} s during a download, "
+                    f"{progress.done:,} of {progress.total:,} pages done"
+                )
             complete = not summary.stopped
         finally:
             writer.close(complete, _extra_files(writer, options, summary, kohya))
@@ -370,6 +380,8 @@ def _plan(
                 yield None
             try:
                 path = fetcher.get(origin)
+            except FetchStopped:
+                return  # the time budget ran out during its download: no error row, the rerun fetches it
             except FetchError as exc:
                 path, error, count = fetcher.copy_path(origin), str(exc), 0
             else:

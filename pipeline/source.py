@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlsplit
 
 from pipeline.names import safe_text
@@ -71,23 +72,79 @@ def _find_remote(url: str) -> list[str]:
     except (ImportError, ValueError) as exc:  # an unknown protocol, or its back-end is not installed
         raise FileNotFoundError(f"{url}: cannot read this kind of URL ({exc})") from None
     # on HTTP a query string (a presigned URL's signature) is not part of the name, nor a glob's "?"
-    named = urlsplit(url).path if url.lower().startswith(("http://", "https://")) else path
+    named = urlsplit(url).path if is_http(url) else path
     try:
         if _GLOB.search(named):
             matches = fs.glob(path)
         elif named.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
-            if not fs.exists(path):
+            if is_http(url):
+                open_http(fs, path, READ_TIMEOUT).close()  # one GET, its status kept (``exists`` hides it)
+            elif not fs.exists(path):
                 raise FileNotFoundError(url)
             return [url]
         elif fs.isdir(path):
             matches = fs.find(path)
         else:
             raise FileNotFoundError(url)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{url}: no such file or folder") from None
+    except FileNotFoundError as exc:
+        status = http_status(exc)
+        if status is None or status in (404, 410):
+            raise FileNotFoundError(f"{url}: no such file or folder") from None
+        raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - any back-end's failure (network, auth) is the input's problem
-        raise FileNotFoundError(f"{url}: cannot be reached ({type(exc).__name__}: {exc})") from None
+        raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
     return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
+
+
+READ_TIMEOUT = 60.0
+"""Seconds a remote read may wait for its next byte (or a connection) before it gives up: aiohttp's own
+default waits 300 s for a whole request, and a stalled server would hold a run that long."""
+
+
+def is_http(url: str) -> bool:
+    """Whether ``url`` is read with fsspec's HTTP back-end (which has its own timeouts and statuses)."""
+    return url.lower().startswith(("http://", "https://"))
+
+
+def open_http(fs: object, path: str, read_timeout: float, total: float | None = None) -> BinaryIO:
+    """``path`` on fsspec's HTTP file system as one streamed GET (no HEAD first, no range requests: a plain
+    server that ignores ranges still works), giving up after ``read_timeout`` s without a byte and ``total``
+    s in all. Raises ``FileNotFoundError`` for a 404, aiohttp's errors (status kept) for the rest."""
+    import aiohttp
+    from fsspec.asyn import sync
+    from fsspec.implementations.http import HTTPStreamFile
+
+    timeout = aiohttp.ClientTimeout(total=total, sock_connect=read_timeout, sock_read=read_timeout)
+    session = sync(fs.loop, fs.set_session)  # type: ignore[attr-defined]
+    return HTTPStreamFile(fs, path, loop=fs.loop, session=session, timeout=timeout)  # type: ignore[attr-defined]
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def http_status(exc: BaseException) -> int | None:
+    """The HTTP status behind ``exc`` (fsspec turns some into ``FileNotFoundError``), if there is one."""
+    return next((status for cause in _causes(exc) if isinstance(status := getattr(cause, "status", None), int)), None)
+
+
+def failure_text(exc: BaseException) -> str:
+    """What went wrong, in words to act on: ``HTTP 500 Internal Server Error``, ``too many redirects``,
+    ``timed out``, never an empty message nor a ``FileNotFoundError`` that hides the status."""
+    aiohttp = sys.modules.get("aiohttp")  # loaded when the failure is its own; never imported just to check
+    for cause in _causes(exc):
+        if aiohttp is not None and isinstance(cause, aiohttp.TooManyRedirects):
+            return "too many redirects"
+        if aiohttp is not None and isinstance(cause, aiohttp.ClientResponseError):
+            return f"HTTP {cause.status} {cause.message or ''}".strip()
+    if any(isinstance(cause, TimeoutError) or type(cause).__name__ == "TimeoutError" for cause in _causes(exc)):
+        return "timed out"  # asyncio's (a separate class before Python 3.11) has no message at all
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 HEADER_WINDOW = 1024

@@ -2,10 +2,15 @@
 
 import functools
 import http.server
+import io
+import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +19,7 @@ from typing import ClassVar
 import pytest
 from factories import ARTICLE, ARTICLE_CLI, engraving, free_port, pdf_from_images, text_page
 
-from pipeline import Execution, Options, find_pdfs, run
+from pipeline import Execution, Options, fetch, find_pdfs, run, source
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(120)  # a prefetch slot never freed hangs the run: fail, do not wait 10 min
@@ -22,22 +27,76 @@ OPTIONS = Options(**ARTICLE, size=64)
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the archive folder; ``/flaky/…`` is found (its first request succeeds: fsspec's existence check)
-    but every download after fails with a server error."""
+    """Serves the archive folder, and hostile servers under prefixes: ``/flaky/…`` is found (its first request
+    succeeds: the existence check) but every download after fails with a server error; ``/broken/…`` always
+    fails; ``/loop/…`` redirects to itself; ``/drip/…`` declares 10 MB and sends 1 byte a second; ``/stall/…``
+    sends its headers and then nothing; ``/slow/…`` serves the file at 128 KB/s, ``/late/…`` a PDF after 0.6 s."""
 
     requests: ClassVar[dict[str, int]] = {}
 
     def do_GET(self) -> None:
         seen = self.requests[self.path] = self.requests.get(self.path, 0) + 1
-        if self.path.startswith("/flaky/"):
+        prefix = self.path.split("/")[1]
+        if prefix == "flaky":
             if seen > 1:
                 self.send_error(500, "the storage back-end failed")
                 return
             self.path = self.path.removeprefix("/flaky")
+        elif prefix == "broken":
+            self.send_error(500)
+            return
+        elif prefix == "loop":
+            self.send_response(302)
+            self.send_header("Location", self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        elif prefix in ("drip", "stall"):
+            self._trickle(1 if prefix == "drip" else 0)
+            return
+        elif prefix == "slow":
+            self.path = self.path.removeprefix("/slow")
+            self.wfile = _Throttled(self.wfile)
+        elif prefix == "late":
+            self.path = self.path.removeprefix("/late")
+            if self.path.endswith(".pdf"):
+                time.sleep(0.6)
         super().do_GET()
+
+    def _trickle(self, rate: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/pdf")
+        self.send_header("Content-Length", str(10 * 2**20))
+        self.end_headers()
+        try:
+            self.wfile.write(b"%PDF-1.4\n")
+            self.wfile.flush()
+            for _ in range(60):  # the client gives up long before (or the test fails on its timeout)
+                time.sleep(1)
+                self.wfile.write(b"0" * rate)
+                self.wfile.flush()
+        except OSError:  # the client went away: what a bounded download does
+            pass
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+class _Throttled(io.BufferedIOBase):
+    """A response written 8 KB at a time, 16 times a second."""
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        self._raw = raw
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        for start in range(0, len(data), 8192):
+            self._raw.write(data[start : start + 8192])
+            self._raw.flush()
+            time.sleep(1 / 16)
+        return len(data)
+
+    def flush(self) -> None:
+        self._raw.flush()
 
 
 @pytest.fixture(scope="module")
@@ -76,16 +135,20 @@ def _contents(path: Path) -> tuple[bytes, dict[str, bytes]]:
 
 
 @pytest.fixture
-def scratch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """This test's own temporary folder, where the run's copies go (none of another run's are counted)."""
-    folder = tmp_path / "scratch"
-    folder.mkdir()
+def scratch(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """This test's own temporary folder, where the run's copies go (none of another run's are counted).
+
+    A short path in the system's temporary folder, not under ``tmp_path``: a CLI run with ``TMPDIR`` there puts
+    multiprocessing's forkserver socket in it, and a Unix socket's path may not pass 107 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="scratch-"))
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def _copies() -> list[Path]:
-    return list(Path(tempfile.gettempdir()).glob("pipeline-fetch-*/*/*"))
+def _copies(folder: Path | None = None) -> list[Path]:
+    """Fetched copies (whole or partial) in ``folder`` (default: the temporary folder), whatever run made them."""
+    return [p for p in Path(folder or tempfile.gettempdir()).glob("pipeline-*/**/*") if p.is_file()]
 
 
 def test_a_served_folder_with_prefetch_1_gives_the_local_output_on_bounded_disk(
@@ -117,7 +180,7 @@ def test_remote_inputs_name_their_files_and_skip_what_cannot_be_fetched(tmp_path
         names = archive.namelist()
         manifest = archive.read("manifest.csv").decode()
     assert "issue-b.pdf,,false,,,,,,,,,http://127.0.0.1:" in manifest
-    assert "/flaky/issue-b.pdf: cannot be fetched (" in manifest
+    assert "/flaky/issue-b.pdf: cannot be fetched (HTTP 500 the storage back-end failed)" in manifest
     assert "issue 1890_p0001.jpg" in names and summary.pages == 6 and summary.errors == 1
     assert summary.files[urls[0]].error.endswith(")") and summary.files[urls[1]].pages == 6
 
@@ -141,9 +204,11 @@ def test_cli_reports_peak_local_disk_for_remote_inputs(tmp_path: Path, server: s
 
 
 def test_a_remote_run_stops_on_its_time_budget_and_resumes(tmp_path: Path, archive: Path, server: str) -> None:
-    first = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS, Execution(max_seconds=0))
+    """Each PDF comes 0.6 s after it is asked for: the 1.5 s budget ends in the third download (prefetch 2),
+    which leaves no row (the rerun fetches it again)."""
+    first = run([f"{server}/late/"], tmp_path / "remote.zip", OPTIONS, Execution(max_seconds=1.5))
     assert first.stopped and 0 < first.pages < 18
-    rest = run([f"{server}/"], tmp_path / "remote.zip", OPTIONS)
+    rest = run([f"{server}/late/"], tmp_path / "remote.zip", OPTIONS)
     assert rest.resumed == first.pages + first.errors and not rest.stopped
     run([archive], tmp_path / "local.zip", OPTIONS)
     assert _contents(tmp_path / "remote.zip") == _contents(tmp_path / "local.zip")
@@ -160,3 +225,97 @@ def test_a_presigned_url_is_read_by_its_path(server: str, scratch: Path, tmp_pat
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = [name for name in archive.namelist() if name.endswith(".jpg")]
     assert names and all(name.startswith(("issue-b_p", "issue 1890_p", "issue_1890_p")) for name in names), names
+
+
+def test_a_drip_fed_download_is_stopped_by_the_time_budget(tmp_path: Path, server: str, scratch: Path) -> None:
+    """1 byte a second of a declared 10 MB: the 3 s budget stops the download itself (was: aiohttp's 300 s,
+    then an empty error), and the file gets no row, so a rerun fetches it again."""
+    start = time.perf_counter()
+    summary = run([f"{server}/drip/big.pdf"], tmp_path / "out.zip", OPTIONS, Execution(max_seconds=3))
+    seconds = time.perf_counter() - start
+    assert seconds < 3 + 10, f"the drip held the run {seconds:.0f} s"
+    assert summary.stopped.startswith("stopped after the time budget of 3 s during a download")
+    assert summary.pages == summary.errors == 0 and (tmp_path / "out.zip.progress").exists()
+    assert not _copies(scratch), "copies left behind"
+
+
+def test_a_stalled_download_gives_up_after_the_read_timeout(
+    tmp_path: Path, server: str, scratch: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Headers, then nothing: the read timeout names the silence; the next file is processed."""
+    monkeypatch.setattr(source, "READ_TIMEOUT", 1.0)
+    urls = [f"{server}/stall/a.pdf", f"{server}/issue-b.pdf"]
+    start = time.perf_counter()
+    summary = run(urls, tmp_path / "out.zip", OPTIONS)
+    assert time.perf_counter() - start < 20
+    assert summary.files[urls[0]].error == f"{urls[0]}: cannot be fetched (no data for 1 s)"
+    assert summary.files[urls[1]].pages == 6 and not summary.stopped
+
+
+def test_http_failures_are_named_by_their_status(server: str) -> None:
+    """A 500 or a redirect loop was reported as "no such file or folder"."""
+    with pytest.raises(
+        FileNotFoundError, match=r"/broken/a\.pdf: cannot be reached \(HTTP 500 Internal Server Error\)$"
+    ):
+        find_pdfs([f"{server}/broken/a.pdf"])
+    with pytest.raises(FileNotFoundError, match=r"/loop/a\.pdf: cannot be reached \(too many redirects\)$"):
+        find_pdfs([f"{server}/loop/a.pdf"])
+    with pytest.raises(FileNotFoundError, match=r"/missing\.pdf: no such file or folder$"):
+        find_pdfs([f"{server}/missing.pdf"])
+
+
+def _cli_until_a_copy(url: str, out: Path, scratch: Path) -> subprocess.Popen:
+    """The CLI fetching ``url`` with its temporary folder in ``scratch``, once part of the copy is on disk."""
+    command = [sys.executable, "-m", "pipeline", url, "-o", str(out), *ARTICLE_CLI, "--size", "64", "--workers", "1"]
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    give_up = time.monotonic() + 60
+    while not any(copy.stat().st_size for copy in _copies(scratch)):
+        assert process.poll() is None, process.communicate()[1].decode()
+        assert time.monotonic() < give_up, "no copy appeared"
+        time.sleep(0.05)
+    return process
+
+
+def test_copies_of_a_killed_run_are_removed_by_the_next_run(tmp_path: Path, server: str, scratch: Path) -> None:
+    """``kill -9`` mid-download leaves the run folder (nothing can remove it then); the rerun removes it."""
+    url = f"{server}/slow/issue-b.pdf"  # about 4 s to fetch
+    process = _cli_until_a_copy(url, tmp_path / "out.zip", scratch)
+    process.kill()
+    process.wait()
+    assert _copies(scratch), "the killed run should have left its partial copy"
+    rerun = subprocess.run(
+        [sys.executable, "-m", "pipeline", url, "-o", tmp_path / "out.zip", *ARTICLE_CLI, "--size", "64"],
+        cwd=ROOT,
+        env={**os.environ, "TMPDIR": str(scratch)},
+        capture_output=True,
+        text=True,
+    )
+    assert rerun.returncode == 0, rerun.stderr
+    assert "6 pages, " in rerun.stdout
+    assert not _copies(scratch) and not list(scratch.iterdir()), list(scratch.rglob("*"))
+
+
+def test_sigterm_ends_a_run_with_its_copies_removed(tmp_path: Path, server: str, scratch: Path) -> None:
+    """SIGTERM runs the cleanup Ctrl-C runs: exit status 143, no copy left, the output resumable."""
+    process = _cli_until_a_copy(f"{server}/slow/issue-b.pdf", tmp_path / "out.zip", scratch)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 143, err.decode()
+    assert "Traceback" not in err.decode()
+    assert not list(scratch.iterdir()), list(scratch.rglob("*"))
+    assert (tmp_path / "out.zip.progress").exists()
+
+
+def test_only_folders_of_runs_that_are_gone_are_swept(scratch: Path) -> None:
+    """The folder of a dead process goes; this process's and another host's (a shared folder) stay."""
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    host = fetch._host()
+    folders = [scratch / f"pipeline-run-{pid}-{name}-x1" for pid, name in [(gone.pid, host), (os.getpid(), host)]]
+    folders.append(scratch / f"pipeline-run-{gone.pid}-other.host-x2")
+    for folder in folders:
+        (folder / "00000").mkdir(parents=True)
+        (folder / "00000" / "a.pdf").write_bytes(b"%PDF-")
+    assert fetch.sweep_run_folders() == 1
+    assert [folder.exists() for folder in folders] == [False, True, True]

@@ -3,13 +3,13 @@
 Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fresh process (peak RSS of the
 whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, rows refused as not a PDF
 (HTML, SVG, images named ``.pdf``), manifest cells a spreadsheet would run as formulas, output names holding
-bidirectional controls, and peak memory. Then: processes left after a kill -9, and the disk one request of three
-zip bombs takes (``gather_uploads`` with the Space's budget), and URL inputs from a loopback server (presigned URLs,
+bidirectional controls, and peak memory. Then: processes left after a kill -9 (local engine and Ray), and the disk
+one request of three zip bombs takes (``gather_uploads`` with the Space's budget), and URL inputs from a loopback server (presigned URLs,
 a drip-fed download under ``--max-seconds``, a 500, a redirect loop), and what a download interrupted by ``kill -9``
 (then rerun) or SIGTERM leaves in the temporary folder.
 ``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
 
-    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill request remote signals]
+    python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill kill-ray request remote signals]
 """
 
 from __future__ import annotations
@@ -153,22 +153,31 @@ def count_outputs(out: Path) -> tuple[int, int, int, int, int, int]:
     return len(rows), named, there, not_pdf, formulas, bidi
 
 
-def orphans_after_kill(repo: Path, folder: Path) -> int:
-    """Kill -9 the CLI alone mid-run (2 workers): how many of its processes are alive 10 s later?"""
-    source = _scan_pdf(folder / "long-run.pdf", pages=400)
+def orphans_after_kill(repo: Path, folder: Path, engine: str = "local") -> tuple[int, int, float]:
+    """Kill -9 the CLI alone mid-run (2 workers, or a local Ray of 2 CPUs): how many of its processes are alive
+    10 s later, with how much memory (MB), and after how many seconds the last one exited by itself (up to 120)."""
+    source = _scan_pdf(folder / f"long-run-{engine}.pdf", pages=400)
     env = {**os.environ, "PYTHONPATH": str(repo)}
-    command = [sys.executable, "-m", "pipeline", str(source), "-o", str(folder / "killed.zip"), "--workers", "2"]
+    out = folder / f"killed-{engine}.zip"
+    command = [sys.executable, "-m", "pipeline", str(source), "-o", str(out), "--workers", "2", "--engine", engine]
     process = subprocess.Popen(command, cwd=repo, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    progress = folder / "killed.zip.progress"
+    progress = folder / f"killed-{engine}.zip.progress"
     while process.poll() is None and not (progress.exists() and progress.read_text().count("\n") > 10):
         time.sleep(0.05)
     children = psutil.Process(process.pid).children(recursive=True)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    start = time.monotonic()
     _, alive = psutil.wait_procs(children, timeout=10)
+    orphans, memory = len(alive), 0
+    for leftover in alive:
+        with contextlib.suppress(psutil.Error):
+            memory += leftover.memory_info().rss
+    _, alive = psutil.wait_procs(alive, timeout=110)
+    gone_after = time.monotonic() - start
     for leftover in alive:
         leftover.kill()
-    return len(alive)
+    return orphans, memory >> 20, gone_after
 
 
 BOMB_SCRIPT = """
@@ -370,7 +379,7 @@ def copies_after_signals(repo: Path, folder: Path) -> None:
         print(f"{left[0]} copies, {left[1]} folders left")
 
 
-PARTS = ["cli", "kill", "request", "remote", "signals"]
+PARTS = ["cli", "kill", "kill-ray", "request", "remote", "signals"]
 
 
 def cli_cases(repo: Path, folder: Path) -> None:
@@ -403,9 +412,11 @@ def main() -> None:
     print(f"pipeline from {args.repo.resolve()}; cases in {folder}\n")
     if "cli" in args.parts:
         cli_cases(args.repo.resolve(), folder)
-    if "kill" in args.parts:
-        orphans = orphans_after_kill(args.repo.resolve(), folder)
-        print(f"\norphans 10 s after kill -9 of the CLI (2 workers): {orphans}")
+    for engine, part in (("local", "kill"), ("ray", "kill-ray")):
+        if part in args.parts:
+            orphans, memory, gone = orphans_after_kill(args.repo.resolve(), folder, engine)
+            print(f"\norphans 10 s after kill -9 of the CLI (--engine {engine}, 2 workers): {orphans} ({memory} MB); ", end="")
+            print(f"the last of its processes gone {gone:.0f} s after the kill")
     if "request" in args.parts:
         peak, seconds, reason = bomb_request(args.repo.resolve(), folder)
         print(f"\nthree zip bombs in one request: {peak / 2**20:,.0f} MB on disk at most (budget 2,048 MB), ", end="")

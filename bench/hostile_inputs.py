@@ -3,10 +3,10 @@
 Generates each case, runs ``python -m pipeline CASE -o out --workers 1`` in a fresh process (peak RSS of the
 whole tree, sampled), and prints the exit code, rows vs pages, images written vs named, rows refused as not a PDF
 (HTML, SVG, images named ``.pdf``), manifest cells a spreadsheet would run as formulas, output names holding
-bidirectional controls, and peak memory. Then: processes left after a kill -9 (local engine and Ray), and the disk
-one request of three zip bombs takes (``gather_uploads`` with the Space's budget), and URL inputs from a loopback server (presigned URLs,
-a drip-fed download under ``--max-seconds``, a 500, a redirect loop), and what a download interrupted by ``kill -9``
-(then rerun) or SIGTERM leaves in the temporary folder.
+bidirectional controls, and peak memory. Then: processes left after a kill -9 (local engine and Ray), the disk
+one request of three zip bombs takes (``gather_uploads`` with the Space's budget), URL inputs from a loopback
+server (presigned URLs, a drip-fed download under ``--max-seconds``, a 500, a redirect loop), and what a download
+interrupted by ``kill -9`` (then rerun) or SIGTERM leaves in the temporary folder.
 ``--repo DIR`` runs another checkout's pipeline on the same cases (e.g. the commit before a fix).
 
     python bench/hostile_inputs.py [--repo DIR] [--keep FOLDER] [--parts cli kill kill-ray request remote signals]
@@ -415,7 +415,8 @@ def main() -> None:
     for engine, part in (("local", "kill"), ("ray", "kill-ray")):
         if part in args.parts:
             orphans, memory, gone = orphans_after_kill(args.repo.resolve(), folder, engine)
-            print(f"\norphans 10 s after kill -9 of the CLI (--engine {engine}, 2 workers): {orphans} ({memory} MB); ", end="")
+            print(f"\norphans 10 s after kill -9 of the CLI (--engine {engine}, 2 workers): ", end="")
+            print(f"{orphans} ({memory} MB); ", end="")
             print(f"the last of its processes gone {gone:.0f} s after the kill")
     if "request" in args.parts:
         peak, seconds, reason = bomb_request(args.repo.resolve(), folder)

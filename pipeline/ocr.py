@@ -10,19 +10,26 @@ Tesseract is unsure of, and boxes too narrow for their letters (hatching read as
 rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 
 Tesseract runs as a subprocess per band (one thread each: the run's parallelism is its worker processes), so a
-crash costs one page's words, never the worker. Without Tesseract or a language pack the run goes on without
-OCR: :func:`ocr_note` says so once, in the main process; workers find it missing and read nothing.
+crash costs one page's words, never the worker. pytesseract hands it the band and reads its answer through
+temporary files: they go to a run folder of the worker's own (:func:`pipeline.fetch.make_run_folder`), removed
+when the worker exits, and swept by the next run's workers after a ``kill -9``. Without Tesseract or a language
+pack the run goes on without OCR: :func:`ocr_note` says so once, in the main process; workers find it missing
+and read nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
+import tempfile
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
+from multiprocessing.util import Finalize
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.judges import Box
@@ -177,7 +184,8 @@ def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
     os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one thread per band: workers are the parallelism
     pytesseract.pytesseract.tesseract_cmd = COMMAND
     try:
-        data = pytesseract.image_to_data(Image.fromarray(pixels), lang=lang, output_type=pytesseract.Output.DICT)
+        with _in_scratch():
+            data = pytesseract.image_to_data(Image.fromarray(pixels), lang=lang, output_type=pytesseract.Output.DICT)
     except (pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError) as exc:
         raise OcrFailed(f"OCR failed: {type(exc).__name__}: {exc}".strip()) from None
     kept: list[tuple[tuple[int, int, int], str]] = []
@@ -190,3 +198,26 @@ def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
             kept.append(((block, paragraph, line), unicodedata.normalize("NFKC", text)))  # ſ → s, ﬁ → fi
     ends = {i for i, (key, _) in enumerate(kept) if i + 1 == len(kept) or kept[i + 1][0] != key}
     return [text for _, text in kept], ends
+
+
+@cache
+def _scratch() -> Path:
+    """This process's folder for Tesseract's files, made (after sweeping those of runs that are gone) on the first
+    band it reads, and removed when the process exits (a pool's worker too: ``Finalize`` runs at its exit)."""
+    from pipeline.fetch import make_run_folder
+
+    folder = make_run_folder()
+    Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=0)
+    return folder
+
+
+@contextlib.contextmanager
+def _in_scratch() -> Iterator[None]:
+    """pytesseract's temporary files (the band as a picture, Tesseract's answer) in :func:`_scratch`: it takes no
+    folder, only the process's default, which a worker (one band at a time) may point there for the call."""
+    previous = tempfile.tempdir
+    tempfile.tempdir = str(_scratch())
+    try:
+        yield
+    finally:
+        tempfile.tempdir = previous

@@ -165,3 +165,56 @@ def test_unsure_words_and_boxes_too_thin_for_their_letters_are_dropped(monkeypat
     read, ends = ocr_module._tesseract(np.full((40, 40), 255, np.uint8), DEFAULT_LANG)
     assert read == ["Der", "Wald-", "saum", "bey"] and ends == {1, 2, 3}
     assert ocr_module.clean_words(read, ends) == "der waldsaum bey"
+
+
+READING_FOREVER = """
+import sys
+import numpy as np
+from pipeline import ocr
+ocr.COMMAND = sys.argv[1]
+band = np.full((400, 1200), 255, np.uint8)
+band[100:140, 100:1100] = 0
+print("reading", flush=True)
+while True:
+    ocr._tesseract(band, "eng")
+"""
+
+
+def _tesseract_files(folder: Path) -> list[Path]:
+    return [path for path in folder.rglob("tess_*") if path.is_file()]
+
+
+@needs_tesseract
+def test_tesseracts_files_of_a_killed_worker_are_swept_by_the_next_one(tmp_path: Path) -> None:
+    """pytesseract's temporary files go to the worker's run folder, not loose in TMPDIR: after a ``kill -9``
+    mid-read they are in that folder (were: loose ``tess_*`` files, left for good), and the next process that reads
+    a band removes it; a process that exits removes its own."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    scratch = Path(tempfile.mkdtemp(prefix="ocr-"))  # short: a Unix socket path under it must stay < 108 bytes
+    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    try:
+        for _ in range(5):  # killed between two reads, it leaves nothing: try again
+            command = [sys.executable, "-c", READING_FOREVER, TESSERACT]
+            reader = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
+            assert reader.stdout is not None and reader.stdout.readline().strip() == b"reading"
+            give_up = time.monotonic() + 30
+            while not _tesseract_files(scratch) and time.monotonic() < give_up:
+                time.sleep(0.005)
+            reader.send_signal(signal.SIGKILL)
+            reader.wait()
+            left = _tesseract_files(scratch)
+            if left:
+                break
+        assert left, "the reader should have been killed while Tesseract's files existed"
+        assert all(path.parent.name.startswith(f"pipeline-run-{reader.pid}-") for path in left), left
+        once = READING_FOREVER.replace("while True:\n    ", "")
+        subprocess.run([sys.executable, "-c", once, TESSERACT], env=env, check=True, capture_output=True)
+        assert not list(scratch.iterdir()), list(scratch.rglob("*"))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -12,11 +12,14 @@ A LoRA learns its trigger word from the captions, so every image gets one, built
   art``, ``monochrome halftone``, ``colour continuous tone``, ...; never empty;
 * ``{words}``: the words printed in and around the picture, from the page's text layer (OCR or born-digital
   text), or read by Tesseract where the page has none there (``pipeline.ocr``), cleaned (``pipeline.words``);
-  empty when nothing legible is printed there.
+  empty when nothing legible is printed there;
+* ``{caption}``: what an image-to-text model (``--captioner``, ``models.captioner``) says the image shows; empty
+  without one, or where it failed on that image (the page's manifest ``warning`` says so).
 
-The default, ``{trigger}, {kind}, {words}``, is never empty (kohya and diffusers would train an image with an
-empty caption on an empty prompt) and keeps file names and page numbers out of captions (a LoRA would learn
-them as concepts); they stay in ``metadata.jsonl`` and the manifest.
+The default, ``{trigger}, {caption}, {kind}, {words}``, is never empty (kohya and diffusers would train an image
+with an empty caption on an empty prompt) and keeps file names and page numbers out of captions (a LoRA would
+learn them as concepts); they stay in ``metadata.jsonl`` and the manifest. Without a captioner it writes what
+``{trigger}, {kind}, {words}`` did, byte for byte: the empty ``{caption}`` leaves no piece.
 
 Captions are comma-separated tags as kohya shuffles and drops them, so empty pieces left by an empty
 placeholder (``", , page 3"``) are removed and runs of white space collapsed to one space.
@@ -27,16 +30,21 @@ from __future__ import annotations
 import json
 import re
 import string
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from pipeline.names import safe_text
 
-PLACEHOLDERS = ("source", "page", "region", "trigger", "kind", "words")
-DEFAULT_TEMPLATE = "{trigger}, {kind}, {words}"
+PLACEHOLDERS = ("source", "page", "region", "trigger", "kind", "words", "caption")
+DEFAULT_TEMPLATE = "{trigger}, {caption}, {kind}, {words}"
 METADATA = "metadata.jsonl"
 DATASET_CONFIG = "dataset_config.toml"
 CAPTION_EXTENSION = ".txt"
+
+Captioner = Callable[[Sequence[bytes]], list[str]]
+"""What fills ``{caption}``: encoded images (the JPEGs about to be written) in, one text per image out, in order.
+The pipeline takes it ready-made (``run(..., captioner=...)``), so it never imports torch: ``models.captioner``
+makes one."""
 
 
 class CaptionTemplate:
@@ -56,9 +64,18 @@ class CaptionTemplate:
         self.trigger = trigger.strip()
         self.caption("source", 1, 1)  # format specs that cannot apply (e.g. {source:d}) fail now, not mid-run
 
-    def caption(self, source: str, page: int, region: int | None = None, words: str = "", kind: str = "") -> str:
+    def caption(
+        self,
+        source: str,
+        page: int,
+        region: int | None = None,
+        words: str = "",
+        kind: str = "",
+        described: str = "",
+    ) -> str:
         """The caption of page ``page`` of PDF stem ``source`` (region ``region``, ``None`` for the whole page),
-        ``words`` being those printed around the picture and ``kind`` what kind of picture it is."""
+        ``words`` being those printed around the picture, ``kind`` what kind of picture it is and ``described``
+        what a captioning model said it shows (``{caption}``)."""
         try:
             text = self.template.format(
                 source=source,
@@ -67,6 +84,7 @@ class CaptionTemplate:
                 trigger=self.trigger,
                 kind=kind,
                 words=words,
+                caption=described,
             )
         except (ValueError, TypeError) as exc:
             raise ValueError(f"bad caption template {self.template!r}: {exc}") from None
@@ -84,6 +102,15 @@ def trigger_note(template: CaptionTemplate, how: str = "--trigger WORD") -> str:
         "note: no trigger word: a LoRA usually needs one (a rare word such as 'vstnkmd', in every caption, "
         f"calls up what it learned); set it with {how}"
     )
+
+
+def captioner_note(template: CaptionTemplate, captioner: str | None, how: str = "--captioner MODEL") -> str:
+    """One line for the user when their own template has ``{caption}`` but no captioning model was named (empty
+    otherwise): it stays empty, as ``{trigger}`` does without a trigger word, and the run goes on. The default
+    template is left unremarked: its ``{caption}`` is there for whoever adds a model."""
+    if "caption" not in template.fields or captioner or template.template == DEFAULT_TEMPLATE:
+        return ""
+    return f"note: the caption template has {{caption}} but no captioning model: it stays empty; name one with {how}"
 
 
 def caption_name(image_name: str) -> str:

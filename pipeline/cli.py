@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from contextlib import ExitStack
 
 from tqdm import tqdm
 
-from pipeline.captions import trigger_note
+from pipeline.captions import Captioner, captioner_note, trigger_note
 from pipeline.execution import Execution
 from pipeline.journal import ResumeMismatch
-from pipeline.layout import layout_for
+from pipeline.layout import Layout, layout_for
 from pipeline.manifest import PageRecord
 from pipeline.ocr import ocr_note
 from pipeline.options import Options
@@ -63,9 +64,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, OutputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    for note in (trigger_note(options.captions()), ocr_note(options)):  # once each, before the progress bar
-        if note:
+    template = options.captions()
+    for note in (trigger_note(template), captioner_note(template, options.captioner), ocr_note(options)):
+        if note:  # once each, before the progress bar
             print(note, file=sys.stderr)
+    with ExitStack() as held:  # the captioning model, freed when the run ends however it ends
+        try:
+            captioner = _captioner(held, options.captioner) if options.captioner else None
+        except ValueError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return _run(args, options, execution, layout, captioner)
+
+
+def _captioner(held: ExitStack, model_id: str) -> Captioner:
+    """The captioning model, loaded for the run into ``held``. ``models.captioner`` is imported only here: torch
+    and transformers are needed for ``--captioner`` alone. Every failure is a ``ValueError`` of one sentence."""
+    try:
+        from models.captioner import ModelLoadError, loaded_captioner
+    except ImportError as exc:
+        raise ValueError(
+            f"--captioner needs torch and transformers (and this repository's models package): {exc}; "
+            "pip install torch transformers"
+        ) from None
+    try:
+        captioner = held.enter_context(loaded_captioner(model_id))
+    except ModelLoadError as exc:
+        raise ValueError(str(exc)) from None
+    print(f"captioning with {model_id} on {captioner.device}", file=sys.stderr)
+    return captioner
+
+
+def _run(
+    args: argparse.Namespace,
+    options: Options,
+    execution: Execution,
+    layout: Layout,
+    captioner: Captioner | None,
+) -> int:
+    """The run with its progress bar and summary line; the exit code."""
     bar = tqdm(unit="page", dynamic_ncols=True, file=sys.stderr)
 
     def on_page(record: PageRecord, progress: Progress) -> None:
@@ -78,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tqdm.write(f"skipped {record.source}{where}: {record.error}", file=sys.stderr)
 
     try:
-        summary = run(args.inputs, layout, options, execution, on_page)
+        summary = run(args.inputs, layout, options, execution, on_page, captioner)
     except (NothingToDo, OutputError, ResumeMismatch, FileNotFoundError, ValueError) as exc:
         bar.close()
         print(f"error: {exc}", file=sys.stderr)

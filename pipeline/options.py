@@ -83,11 +83,21 @@ class Options:
         DEFAULT_TEMPLATE,
         "caption written next to each image (kohya .txt) and in metadata.jsonl; placeholders {trigger}, {kind} "
         "(what the picture is: monochrome or colour line art, halftone or continuous tone), {words} (the words "
-        "printed in and around the picture: text layer, else OCR), {source} (PDF name), {page}, {region} "
-        "(default: '%(default)s': never empty, no file names)",
+        "printed in and around the picture: text layer, else OCR), {caption} (what --captioner's model says the "
+        "image shows; empty without one), {source} (PDF name), {page}, {region} (default: '%(default)s': never "
+        "empty, no file names)",
         metavar="TEMPLATE",
     )
     trigger: str = setting("", "the trigger word(s) that {trigger} stands for")
+    captioner: str | None = setting(
+        None,
+        "an image-to-text model, a Hub id or a local folder (BLIP, GIT, Florence-2, a VisionEncoderDecoder...), whose "
+        "description of each written image fills {caption}; loaded once for the run, on the GPU when there is one "
+        "(needs torch and transformers; default: none)",
+        metavar="MODEL",
+    )
+    """The captioning model's id: part of what the run produces (its identity, so a resume cannot mix two models'
+    captions). The loaded model itself is handed to ``run(..., captioner=...)`` (``models.captioner``)."""
     ocr: bool = setting(
         True,
         "read {words} with Tesseract where a page has no text layer around the picture (--no-ocr: text layers only)",
@@ -115,8 +125,14 @@ class Options:
             raise ValueError(
                 f"ocr_lang must be Tesseract language packs joined by '+' (eng+deu), got {self.ocr_lang!r}"
             )
+        if self.captioner is not None:  # a blank field (the Space's textbox) names no model
+            object.__setattr__(self, "captioner", self.captioner.strip() or None)
         self.fit_spec()
-        self.captions()
+        if "caption" not in self.captions().fields and self.captioner is not None:
+            raise ValueError(
+                f"a captioning model fills {{caption}}, which the caption template {self.caption!r} does not have: "
+                "add it, or leave the model out"
+            )
 
     def fit_spec(self) -> Fit:
         return parse_fit(self.fit, self.size, self.min_side, self.upscale)

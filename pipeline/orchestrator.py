@@ -12,7 +12,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.captions import DATASET_CONFIG, CaptionTemplate
+from pipeline.captions import DATASET_CONFIG, DEFAULT_TEMPLATE, Captioner, CaptionTemplate
 from pipeline.dedupe import DuplicateIndex, Fingerprint
 from pipeline.execution import Execution
 from pipeline.fetch import Fetcher, FetchError, FetchStopped, sigterm_as_exit
@@ -23,7 +23,7 @@ from pipeline.names import StemRegistry
 from pipeline.options import Options
 from pipeline.report import REPORT, Borderline, Counts, NotWritten, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
-from pipeline.tasks import PageResult, Task
+from pipeline.tasks import PageImage, PageResult, Task
 from pipeline.writer import Writer
 
 PAGES_PER_TASK = 8
@@ -129,6 +129,7 @@ def run(
     options: Options = Options(),
     execution: Execution = Execution(),
     on_page: OnPage | None = None,
+    captioner: Captioner | None = None,
 ) -> Summary:
     """Process every page of every PDF among ``inputs`` into ``layout`` (a path means :func:`layout_for` of it:
     ``*.zip`` a zip, anything else a folder).
@@ -141,9 +142,13 @@ def run(
     changes a byte of the output. ``max_pages`` refuses a run of more pages (``NothingToDo``, before any page
     is processed); ``max_seconds`` stops it after the page that passes that time, with the pages done so far
     written and the reason in ``Summary.stopped``.
+
+    ``captioner`` fills the captions' ``{caption}`` (``models.captioner`` makes one from the model that
+    ``options.captioner`` names, which must then be set): it is called here, in this process, once per page
+    with the page's images that are written (duplicates left out).
     """
     with sigterm_as_exit():  # SIGTERM ends the run as Ctrl-C does: output closed resumable, temp copies removed
-        pages = run_pages(inputs, layout, options, execution)
+        pages = run_pages(inputs, layout, options, execution, captioner)
         try:
             while True:
                 try:
@@ -161,12 +166,14 @@ def run_pages(
     layout: Layout | str | Path,
     options: Options = Options(),
     execution: Execution = Execution(),
+    captioner: Captioner | None = None,
 ) -> Generator[tuple[PageRecord, Progress], None, Summary]:
     """:func:`run` as a generator: yields ``(record, progress)`` after each committed page, returns the summary.
 
     For callers that must be able to stop a run between pages (the Space's Cancel button): closing the
     generator stops the workers and closes the output with the pages committed so far (resumable).
     """
+    _check_captioner(options, captioner)
     if isinstance(layout, (str, Path)):
         layout = layout_for(layout)
     pdfs = [path if isinstance(path, str) else path.resolve() for path in find_pdfs(inputs)]
@@ -217,7 +224,7 @@ def run_pages(
             )
             for task, results in runner.run(plan, options, execution.gc_every):
                 for result in results:
-                    record = _commit(writer, task, result, duplicates, captions, summary)
+                    record = _commit(writer, task, result, duplicates, captions, summary, captioner)
                     progress.done += 1
                     progress.kept += record.kept
                     progress.output_bytes = writer.size()
@@ -281,8 +288,10 @@ def _commit(
     duplicates: DuplicateIndex | None,
     captions: CaptionTemplate,
     summary: Summary,
+    captioner: Captioner | None = None,
 ) -> PageRecord:
-    """Drop the page's duplicate images, write the rest with captions, record the page, count it."""
+    """Drop the page's duplicate images, write the rest with captions (the captioning model's among them, asked
+    here, after deduplication, so it describes only what is written), record the page, count it."""
     record, images = result.record, []
     for image in result.images:
         duplicate = (
@@ -300,7 +309,11 @@ def _commit(
         if image.undersized:
             record.undersized.append(image.name)
     source = Path(record.source).stem
-    texts = [captions.caption(source, record.page, image.region, image.words, image.kind) for image in images]
+    described = _described(captioner, images, record) if "caption" in captions.fields else [""] * len(images)
+    texts = [
+        captions.caption(source, record.page, image.region, image.words, image.kind, text)
+        for image, text in zip(images, described, strict=True)
+    ]
     writer.commit((task.key, record.page), record, images, texts)
     if result.thumbnail is not None and summary.borderline is not None:
         summary.borderline.offer(record.score, record.kept, f"{record.source} p{record.page}", result.thumbnail)
@@ -315,6 +328,57 @@ def _commit(
     if record.page is None:
         file.error = record.error
     return record
+
+
+def _check_captioner(options: Options, captioner: Captioner | None) -> None:
+    """A captioning model is named in the options (the run's identity) and handed over loaded, or neither."""
+    if options.captioner is not None and captioner is None:
+        raise ValueError(
+            f"the options name the captioning model {options.captioner!r} but none was given to run: load it "
+            "(models.captioner.loaded_captioner) and pass it as captioner="
+        )
+    if captioner is not None and options.captioner is None:
+        raise ValueError("a captioner was given but the options name no model: set Options(captioner=MODEL_ID)")
+
+
+CAPTION_REASON_CHARS = 120
+"""Longest reason kept for one image the captioning model failed on (the page's warning stays short)."""
+
+
+def _described(captioner: Captioner | None, images: Sequence[PageImage], record: PageRecord) -> list[str]:
+    """What the captioning model says each image shows, in order. One call for the page; when it fails, one per
+    image, so that a bad image (or a batch too many for the GPU's memory) costs only its own ``{caption}``:
+    empty, and named in the page's ``warning``. The run goes on."""
+    if captioner is None or not images:
+        return [""] * len(images)
+    try:
+        results: list[str | Exception] = list(_texts(captioner, [image.data for image in images]))
+    except Exception as exc:  # noqa: BLE001 - anything the model raises: find the image(s) below, never stop
+        results = [exc] if len(images) == 1 else [_one_text(captioner, image.data) for image in images]
+    texts, notes = [], []
+    for image, result in zip(images, results, strict=True):
+        if isinstance(result, Exception):
+            reason = " ".join(str(result).split()) or type(result).__name__
+            if len(reason) > CAPTION_REASON_CHARS:
+                reason = reason[: CAPTION_REASON_CHARS - 1] + "…"
+            notes.append(f"captioner failed on {image.name}: {reason}")
+        texts.append("" if isinstance(result, Exception) else result)
+    record.warning = "; ".join(filter(None, [record.warning, *notes]))
+    return texts
+
+
+def _one_text(captioner: Captioner, jpeg: bytes) -> str | Exception:
+    try:
+        return _texts(captioner, [jpeg])[0]
+    except Exception as exc:  # noqa: BLE001 - this image's failure, recorded by the caller
+        return exc
+
+
+def _texts(captioner: Captioner, jpegs: list[bytes]) -> list[str]:
+    texts = captioner(jpegs)
+    if len(texts) != len(jpegs):
+        raise ValueError(f"the captioner gave {len(texts)} texts for {len(jpegs)} images")
+    return [str(text) for text in texts]
 
 
 def _duplicate_index(writer: Writer, threshold: int | None) -> DuplicateIndex | None:
@@ -415,9 +479,20 @@ def _page_count(path: Path) -> int:
         return 0
 
 
+UNCAPTIONED_TEMPLATE = "{trigger}, {kind}, {words}"
+"""The default caption template before ``{caption}``: without a model the default writes what it wrote."""
+
+
 def _run_id(pdfs: Sequence[Path | str], options: Options) -> str:
-    """Identifies what a run produces (inputs and options), so only the same run is resumed."""
-    payload = json.dumps({"pdfs": [str(p) for p in pdfs], "options": dataclasses.asdict(options)}, sort_keys=True)
+    """Identifies what a run produces (inputs and options), so only the same run is resumed. Without a captioning
+    model the options are hashed as before ``captioner`` and ``{caption}`` existed (they change no byte then), so a
+    run interrupted by an earlier version resumes."""
+    fields = dataclasses.asdict(options)
+    if options.captioner is None:
+        del fields["captioner"]
+        if options.caption == DEFAULT_TEMPLATE:
+            fields["caption"] = UNCAPTIONED_TEMPLATE
+    payload = json.dumps({"pdfs": [str(p) for p in pdfs], "options": fields}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

@@ -36,7 +36,7 @@ def test_the_default_caption_is_the_trigger_the_kind_and_the_pictures_words_neve
         "vestnik mody, halftone, the united states capitol"
     )
     assert default.caption("pdf_batch__sn93059126__1856050301", 4) == "vestnik mody", "no words, no kind: the trigger"
-    assert default.fields == {"trigger", "kind", "words"}
+    assert default.fields == {"trigger", "caption", "kind", "words"}
 
 
 def test_the_default_caption_is_never_empty_without_a_trigger_or_printed_words() -> None:

@@ -298,3 +298,14 @@ def test_a_sharded_run_reports_the_pictures_not_written(tmp_path: Path) -> None:
     report = (tmp_path / "out.report.html").read_text().split("<h2>Kept pictures not written</h2>", 1)[1]
     assert report.startswith("<p class='not-written'>2 pictures kept by the judge were not written")
     assert report.count('<img class="thumbnail"') == 2 and "cut.pdf p2 r1<br>too small: " in report
+
+
+def test_a_run_started_by_the_release_before_the_captioner_resumes() -> None:
+    """The run's identity, as the previous release (71d485e) computed it for the same inputs and options: adding
+    ``captioner`` and ``{caption}`` to the default template (no byte of output changed without a model) must not
+    refuse to resume a ten-hour archive run begun before the upgrade."""
+    from pipeline.orchestrator import _run_id
+
+    assert _run_id([Path("/data/a.pdf"), "https://host/b.pdf"], Options()) == "0db2bb208b7b566c"
+    assert _run_id([Path("/data/a.pdf")], Options(trigger="vstnkmd", filter="sigma")) == "696e8d8ab7955b79"
+    assert _run_id([Path("/data/a.pdf")], Options(captioner="m")) != _run_id([Path("/data/a.pdf")], Options())

@@ -1,6 +1,7 @@
 """What a verdict says to the person holding the phone: a headline worded as sure as the model is, and advice.
 
-Plain functions of :mod:`models.triage`'s verdicts, so the Space (and any report) words a case the same way.
+Plain functions of :mod:`models.triage`'s verdicts, so the Space and the case report (``models.report``) word a
+case the same way, in any language of ``models/locales/`` (``lang``, English by default: ``/classify``'s words).
 Why a module of its own: a notifiable-disease alarm is answered from a low probability on purpose (a missed case
 spreads), so the flat name of the disease would overstate what the model knows. The headline therefore follows the
 calibrated probability: *possible … — have a veterinarian confirm* below ``SURE``, *likely …* from it.
@@ -8,99 +9,72 @@ calibrated probability: *possible … — have a veterinarian confirm* below ``S
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from models.i18n import ENGLISH, text, translate
 from models.triage import INCONCLUSIVE, NOT_CATTLE, NOTIFIABLE, UNUSABLE, CaseVerdict, PhotoVerdict
 
 SURE = 0.8
 """From this calibrated probability on, a disease is called *likely* rather than *possible*."""
+VERY_SURE = 0.95
+"""From this probability on, the case report says the model is *very sure*."""
 NOT_RULED_OUT = 0.25
 """An *inconclusive* answer names a notifiable disease (and gives its advice) from this probability on: a healthy-
 looking zebu at 46 % lumpy skin must not read as a plain "retake the photos"."""
 
-NAMES = {
-    "lumpy_skin": "lumpy skin disease",
-    "fmd": "foot-and-mouth disease",
-    "normal_skin": "no sign of disease",
-    NOT_CATTLE: "not a cattle photo",
-    INCONCLUSIVE: "inconclusive",
-    UNUSABLE: "photo cannot be used",
-}
-"""Words for labels and verdicts; an unknown label (another model's) is shown as itself."""
-
-NOTIFIABLE_ADVICE = {
-    "lumpy_skin": (
-        "**Lumpy skin disease is a notifiable disease.** Call a veterinarian or your veterinary authority today. "
-        "Until then keep the animal apart from the herd, control flies and ticks, and do not move or sell animals."
-    ),
-    "fmd": (
-        "**Foot-and-mouth disease is a notifiable disease.** Call a veterinarian or your veterinary authority today. "
-        "Keep all animals on the farm, do not move or sell any, keep visitors and vehicles away, and wash boots, "
-        "hands and tools after touching the animals."
-    ),
-}
-
-HEALTHY_ADVICE = (
-    "No sign of lumpy skin disease or foot-and-mouth disease was found on the photo; this cannot rule them out. "
-    "Watch the animal for the next days: call a veterinarian if you see **round lumps in the skin**, fever, "
-    "**drooling, blisters or sores in the mouth or on the feet**, lameness, or if it stops eating or gives less milk."
-)
-
-RETAKE_ADVICE = (
-    "Take new photos in daylight: the affected skin filling the frame from about one metre, and a close-up; for the "
-    "mouth or feet, the tongue, gums and the skin between the claws. If the animal looks unwell, call a veterinarian."
-)
-
-PHOTO_GUIDE = """**What to photograph** (up to 8 photos of one animal, in daylight, in focus):
-- **Skin lumps**: the affected side of the animal from about one metre, then a close-up of the lumps filling the frame.
-- **Mouth**: the open mouth — tongue, gums, the pad behind the lower teeth, the muzzle.
-- **Feet and udder**: the skin between the claws, just above the hoof, and the teats.
-- One animal per case; no filters, no screenshots."""
-
-
-SHORT_NAMES = {
-    "lumpy_skin": "lumpy skin",
-    "fmd": "FMD",
-    "normal_skin": "no sign",
-}
+VERDICTS = ("lumpy_skin", "fmd", "normal_skin", NOT_CATTLE, INCONCLUSIVE, UNUSABLE)
+NAMES = {label: text(f"name.{label}") for label in VERDICTS}
+"""English words for labels and verdicts; an unknown label (another model's) is shown as itself."""
+NOTIFIABLE_ADVICE = {label: text(f"advice.{label}") for label in NOTIFIABLE}
+HEALTHY_ADVICE = text("advice.healthy")
+RETAKE_ADVICE = text("advice.retake")
+PHOTO_GUIDE = text("guide.body")
+SHORT_NAMES = {label: text(f"short.{label}") for label in ("lumpy_skin", "fmd", "normal_skin")}
 """Column and chart names for the numbers: short enough for a table on a phone."""
 
 
-def short_name(label: str) -> str:
-    """The short words for a label's probability."""
-    return SHORT_NAMES.get(label, label.replace("_", " "))
+def short_name(label: str, lang: str = ENGLISH) -> str:
+    """The short words for a label's probability (``cattle``: the photo shows cattle)."""
+    return text(f"short.{label}", lang) if label in (*SHORT_NAMES, "cattle") else label.replace("_", " ")
 
 
-def percent(p: float) -> str:
+def percent(p: float, lang: str = ENGLISH) -> str:
     """A probability for a headline: never 0 % or 100 %, which would read as certainty."""
-    return "over 99%" if p > 0.99 else "under 1%" if p < 0.01 else f"{p:.0%}"
+    if p > 0.99:
+        return text("percent.over", lang)
+    return text("percent.under", lang) if p < 0.01 else text("percent", lang, value=f"{p * 100:.0f}")
 
 
-def name(label: str) -> str:
+def name(label: str, lang: str = ENGLISH) -> str:
     """The words for a label or verdict."""
-    return NAMES.get(label, label.replace("_", " "))
+    return text(f"name.{label}", lang) if label in NAMES else label.replace("_", " ")
 
 
-def headline(case: CaseVerdict | PhotoVerdict) -> str:
+def headline(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     """The verdict worded as sure as the model is (see the module docstring)."""
     verdict, probs = case.verdict, case.probabilities
     if verdict in NOTIFIABLE:
         p = probs.get(verdict, 0.0)
-        if p >= SURE:
-            return f"Likely {name(verdict)} ({percent(p)}) — call a veterinarian"
-        return f"Possible {name(verdict)} ({percent(p)}) — have a veterinarian confirm"
+        key = "headline.likely" if p >= SURE else "headline.possible"
+        return text(key, lang, disease=name(verdict, lang), p=percent(p, lang))
     if verdict == INCONCLUSIVE:
         leaning = suspected(case)
         if leaning:
-            return f"Inconclusive, {name(leaning)} not ruled out — have a veterinarian examine the animal"
-        return "Inconclusive — retake the photos"
+            return text("headline.leaning", lang, disease=name(leaning, lang))
+        return text("headline.inconclusive", lang)
     if verdict == NOT_CATTLE:
-        return "Not a cattle photo — no triage"
+        return text("headline.not_cattle", lang)
     if verdict == UNUSABLE:
         reason = getattr(case, "reason", None) or next(
             (p.reason for p in getattr(case, "photos", []) if p.reason), None
         )
-        return f"Photo cannot be used: {reason}" if reason else "Photo cannot be used"
+        if not reason:
+            return text("headline.unusable", lang)
+        return text("headline.unusable_reason", lang, reason=translate(reason, lang) or reason)
     p = probs.get(verdict, 0.0)
-    return f"No sign of disease seen ({percent(p)})" if verdict == "normal_skin" else f"{name(verdict)} ({percent(p)})"
+    if verdict == "normal_skin":
+        return text("headline.healthy", lang, p=percent(p, lang))
+    return text("headline.other", lang, name=name(verdict, lang), p=percent(p, lang))
 
 
 def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
@@ -109,19 +83,69 @@ def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
     return max(diseases, key=diseases.get) if diseases else None
 
 
-def advice(case: CaseVerdict | PhotoVerdict) -> str:
+def to_report(case: CaseVerdict | PhotoVerdict) -> str | None:
+    """The notifiable disease this answer asks to report (its verdict, or the one an inconclusive answer leans
+    to), else ``None``: when the page shows whom to call."""
+    if case.verdict in NOTIFIABLE:
+        return case.verdict
+    return suspected(case) if case.verdict == INCONCLUSIVE else None
+
+
+def advice(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     """What to do now: a notifiable disease's advice (also when an inconclusive answer leans to one), what to
     watch for after a healthy answer, how to retake the photos otherwise."""
     verdict = case.verdict
-    if verdict in NOTIFIABLE_ADVICE:
-        return NOTIFIABLE_ADVICE[verdict]
+    retake = text("advice.retake", lang)
+    if verdict in NOTIFIABLE:
+        return text(f"advice.{verdict}", lang)
     if verdict == INCONCLUSIVE:
         leaning = suspected(case)
-        return "\n\n".join([NOTIFIABLE_ADVICE[leaning], RETAKE_ADVICE] if leaning else [RETAKE_ADVICE])
+        return "\n\n".join([text(f"advice.{leaning}", lang), retake] if leaning else [retake])
     if verdict == "normal_skin":
-        return HEALTHY_ADVICE
+        return text("advice.healthy", lang)
     if verdict == NOT_CATTLE:
-        return "The photo does not show cattle. " + RETAKE_ADVICE
+        return text("advice.not_cattle", lang) + " " + retake
     if verdict == UNUSABLE:
-        return RETAKE_ADVICE
+        return retake
     return ""
+
+
+def sureness(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str | None:
+    """How sure the model is, in words (the case report's line for people who do not read percentages), or
+    ``None`` for a picture that was not judged."""
+    verdict = case.verdict
+    if verdict == UNUSABLE:
+        return None
+    if verdict == INCONCLUSIVE:
+        return text("sure.unsure", lang)
+    if verdict == NOT_CATTLE:  # how sure that no photo shows cattle: the least sure photo's gate
+        photos = getattr(case, "photos", None) or [case]
+        gates = [p.gate for p in photos if p.verdict == NOT_CATTLE and p.gate is not None]
+        p = min(gates) if gates else 1.0
+    else:
+        p = case.probabilities.get(verdict, 0.0)
+    key = "sure.very" if p >= VERY_SURE else "sure.fairly" if p >= SURE else "sure.not"
+    return text(key, lang)
+
+
+def numbers(photo: PhotoVerdict, lang: str = ENGLISH) -> dict[str, float]:
+    """One photo's numbers, the same in the chart, the table and the report: P(cattle photo) and, for a photo
+    answered as cattle, its calibrated triage probabilities (a photo turned away has none to show)."""
+    out = {} if photo.gate is None else {short_name("cattle", lang): round(1 - photo.gate, 6)}
+    if photo.verdict not in (NOT_CATTLE, UNUSABLE):
+        out |= {short_name(k, lang): v for k, v in photo.probabilities.items()}
+    return out
+
+
+def table(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> str:
+    """The per-photo table (Markdown): each photo's name, answer and numbers; ``—`` where a photo has none."""
+    rows = [numbers(p, lang) for p in case.photos]
+    columns = list(dict.fromkeys(k for n in rows for k in n))
+    lines = [
+        f"| {text('table.photo', lang)} | {text('table.answer', lang)} | {' | '.join(columns)} |",
+        f"|---|---|{'---|' * len(columns)}",
+    ]
+    for photo_name, photo, row in zip(names, case.photos, rows, strict=True):
+        cells = " | ".join(f"{row[c]:.0%}" if c in row else "—" for c in columns)
+        lines.append(f"| {photo_name} | {name(photo.verdict, lang)} | {cells} |")
+    return "\n".join(lines)

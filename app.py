@@ -21,8 +21,9 @@ import signal
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -34,12 +35,24 @@ from gradio.state_holder import SessionState
 from PIL import Image
 
 import models
-from models import advice
+from models import advice, contacts, i18n
+from models import report as case_pdf  # `report` is the PDF tab's report viewer
 from pipeline import Execution, NothingToDo, Options, OutputError, PdfError, Summary, ZipLayout, run_pages
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
 from pipeline.options import CROP_MODES
 from pipeline.report import REPORT, histogram, histogram_svg
+from pipeline.review import TABLE as REVIEW_TABLE
+from pipeline.review import (
+    DatasetGone,
+    Outcome,
+    Review,
+    ReviewError,
+    kohya_folder,
+    reviewed_name,
+    thumbnails,
+    write_review,
+)
 from pipeline.source import gather_uploads
 from pipeline.writer import read_images, read_manifest, read_text
 
@@ -67,16 +80,14 @@ WORK_MAX_AGE_S = 3600
 
 CLASSIFIER = models.make_classifier()
 """Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
+CONTACTS = contacts.from_env()
+"""Whom to call about a notifiable disease, per region (``CONTACTS``: ``models.contacts``); empty: how to find them."""
+_REPORTS = Path(tempfile.mkdtemp(prefix="space-reports-"))
+atexit.register(shutil.rmtree, _REPORTS, ignore_errors=True)
 
 _JUDGE_DEFAULTS = ", ".join(f"{name}: {threshold_of(name):g}" for name in sorted(JUDGES))
 _WORK_ROOT = Path(tempfile.mkdtemp(prefix="space-pdf-"))
 atexit.register(shutil.rmtree, _WORK_ROOT, ignore_errors=True)
-
-TRIAGE_NOTE = (
-    "**Triage, not a diagnosis.** Photograph a cow, buffalo calf or bull: the built-in model looks for signs of "
-    "**lumpy skin disease** and **foot-and-mouth disease**, refuses photos that do not show cattle, and says "
-    "*inconclusive* when it is unsure. It cannot rule a disease out; both diseases are notifiable."
-)
 
 
 def _model_name(model_id: str) -> str:
@@ -84,19 +95,10 @@ def _model_name(model_id: str) -> str:
     return Path(model_id).name if Path(model_id).expanduser().exists() else model_id
 
 
-def _numbers(photo: models.PhotoVerdict) -> dict[str, float]:
-    """One photo's numbers, the same in the chart and in the table: P(cattle photo) and, for a photo answered as
-    cattle, its calibrated triage probabilities (a photo turned away has none to show)."""
-    numbers = {} if photo.gate is None else {"cattle": round(1 - photo.gate, 6)}
-    if photo.verdict not in (models.NOT_CATTLE, models.UNUSABLE):
-        numbers |= {advice.short_name(k): v for k, v in photo.probabilities.items()}
-    return numbers
-
-
 @spaces.GPU(duration=GPU_DURATION)
 def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[str, dict[str, float] | None, str]:
-    """Classify one photo (plus optional extras); returns the (case) headline, the first photo's numbers and the
-    details (advice, per-photo table).
+    """``/classify`` for programs (the page's Classify: :func:`show_case`): one photo plus optional extras; returns
+    the (case) headline, the first photo's numbers and the details (advice, per-photo table), in English.
 
     The headline is its own output: with a notifiable-first operating point it is not always the most probable
     class (no sign of disease needs more confidence than a disease, else *inconclusive*), so a chart's heading
@@ -106,20 +108,67 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
     paths = [photo, *(more_photos or [])]
     case = _assess(paths)
     names = [Path(p).name for p in paths if p]
-    numbers = [_numbers(p) for p in case.photos]
-    scores = dict(sorted(numbers[0].items(), key=lambda kv: -kv[1])) if numbers[0] else None
-    columns = list(dict.fromkeys(k for n in numbers for k in n))
-    rows = "\n".join(
-        f"| {name} | {advice.name(p.verdict)} | " + " | ".join(f"{n[c]:.0%}" if c in n else "—" for c in columns) + " |"
-        for name, p, n in zip(names, case.photos, numbers, strict=True)
+    return _render(case, names, _model_name(str(CLASSIFIER.model_id)), i18n.ENGLISH, None)
+
+
+def _render(
+    case: models.CaseVerdict, names: list[str], model: str, lang: str, region: str | None
+) -> tuple[str, dict[str, float] | None, str]:
+    """A case as the page shows it, in ``lang``: the headline, the first photo's numbers (chart) and the details
+    (headline, advice, whom to call when a notifiable disease is suspected, per-photo table, model)."""
+    first = advice.numbers(case.photos[0], lang) if case.photos else {}
+    scores = dict(sorted(first.items(), key=lambda kv: -kv[1])) if first else None
+    headline = advice.headline(case, lang)
+    title = i18n.text("headline.case", lang, headline=headline, n=len(names)) if len(names) > 1 else headline
+    lines = [f"### {title}", advice.advice(case, lang)]
+    if advice.to_report(case):
+        lines.append(contacts.markdown(CONTACTS, region, lang))
+    lines += [advice.table(case, names, lang), i18n.text("model", lang, name=model)]
+    return headline, scores, "\n\n".join(line for line in lines if line)
+
+
+def show_case(photo: str | None, more_photos: list[str] | None, lang: str, region: str | None) -> tuple[object, ...]:
+    """The page's Classify (outputs: ``shown_case`` and the session's case): the case as data from
+    :func:`classify_json`'s GPU handler (kept in the session, so a switch of language or region words it again
+    without the model), shown in the visitor's language with its case report; failures are worded in it too."""
+    paths = [p for p in (photo, *(more_photos or [])) if p]
+    if not paths:
+        message = i18n.text("error.no_image", lang, formats=models.classifier.PHOTO_FORMATS)
+        raise gr.Error(message, title=i18n.text("problem.title", lang), print_exception=False)
+    uploads = [{"path": p, "orig_name": Path(p).name} for p in paths]
+    try:
+        data = classify_json(uploads[0], uploads[1:])
+    except gr.Error as exc:
+        message = i18n.translate(exc.message, lang) or i18n.text("problem.other", lang, message=exc.message)
+        title = "problem.model" if exc.title == i18n.text("problem.model") else "problem.title"
+        raise gr.Error(message, title=i18n.text(title, lang), print_exception=False) from None
+    when = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    state = {"case": data, "paths": paths, "version": case_pdf.model_version(str(CLASSIFIER.model_id)), "when": when}
+    return (*_reword(lang, region, state), state)
+
+
+def _view(state: dict[str, Any], lang: str, region: str | None) -> tuple[str, dict[str, float] | None, str, str]:
+    """A classified case (``show_case``'s state) worded in ``lang``: the page's outputs and a fresh case report."""
+    data = state["case"]
+    photos = [models.PhotoVerdict(**{k: v for k, v in p.items() if k != "file"}) for p in data["photos"]]
+    case = models.CaseVerdict(data["verdict"], data["probabilities"], photos)
+    names = [p["file"] for p in data["photos"]]
+    folder = _REPORTS / "cases"
+    for old in folder.glob("*") if folder.exists() else []:  # Gradio keeps its own copy of each served report
+        if time.time() - old.stat().st_mtime > WORK_MAX_AGE_S:
+            shutil.rmtree(old, ignore_errors=True)
+    pdf = case_pdf.build(
+        case,
+        names,
+        state["paths"],
+        folder,
+        lang=lang,
+        model=state["version"],
+        when=datetime.fromisoformat(state["when"]),
+        configured=CONTACTS,
+        region=region,
     )
-    title = advice.headline(case) + (f" (case of {len(names)} photos)" if len(names) > 1 else "")
-    lines = [f"### {title}", advice.advice(case)]
-    lines += [
-        f"| photo | answer | {' | '.join(columns)} |\n|---|---|{'---|' * len(columns)}\n{rows}",
-        f"Model: {_model_name(str(CLASSIFIER.model_id))}",
-    ]
-    return advice.headline(case), scores, "\n\n".join(line for line in lines if line)
+    return (*_render(case, names, data["model"], lang, region), str(pdf))
 
 
 @spaces.GPU(duration=GPU_DURATION)
@@ -145,10 +194,10 @@ def _assess(paths: list[str | None]) -> models.CaseVerdict:
     handler, because only that keeps its message across the ZeroGPU process boundary."""
     try:
         return CLASSIFIER.assess(models.open_images(paths))
-    except models.ModelLoadError as exc:
-        raise gr.Error(str(exc), title="Model unavailable") from None  # logged: the operator must act
+    except models.ModelLoadError as exc:  # logged: the operator must act
+        raise gr.Error(str(exc), title=i18n.text("problem.model")) from None
     except models.ModelError as exc:
-        raise gr.Error(str(exc), title="Cannot classify", print_exception=False) from None
+        raise gr.Error(str(exc), title=i18n.text("problem.title"), print_exception=False) from None
 
 
 def pdf_to_dataset(
@@ -188,9 +237,7 @@ def pdf_to_dataset(
         )
     except ValueError as exc:
         raise _pdf_error(str(exc)) from None
-    free_mb = shutil.disk_usage(_WORK_ROOT).free / 2**20
-    if free_mb < MIN_FREE_DISK_MB:
-        raise gr.Error(f"The Space's disk is nearly full ({free_mb:,.0f} MB free): please try again later.")
+    _check_disk()
     work = _work_dir()
     try:
         names, problems = gather_uploads(pdfs, work / "unpacked", MAX_UNPACKED_MB * 2**20)
@@ -247,6 +294,113 @@ def _results(summary: Summary, names: dict[Path, str], problems: list[str]) -> t
         for picture in summary.not_written.pictures()
     ]
     return str(summary.output), "\n".join(lines), chart, kept, rejected, viewer, not_written
+
+
+# ---------------------------------------------------------------- review (pipeline/review.py does the work)
+def review_open(dataset: str | None, size: int) -> tuple[object, ...]:
+    """After a run: the review of its zip, page 1 (hidden when the run wrote no image)."""
+    review = _reviewing(Review.open, dataset, size) if dataset else None
+    if review is None or not review.items:
+        return None, gr.Column(visible=False), "", None, None, gr.Dropdown(choices=[], value=None), gr.skip()
+    where, gallery, rows, page = _review_page(review, 1)
+    return review, gr.Column(visible=True), where, gallery, rows, page, kohya_folder(dataset)
+
+
+def review_turn(review: Review | None, rows: list[list[object]] | None, page: int | None, step: int) -> tuple:
+    """Another page (``step`` -1, +1, or 0 for the page chosen), once the shown page's edits are taken."""
+    review = _review_rows(review, rows)
+    return review, *_review_page(review, review.clamp((page or 1) + step)), gr.Column(visible=False)
+
+
+def review_download(
+    review: Review | None, rows: list[list[object]] | None, page: int | None, kohya: bool, kohya_dir: str
+) -> tuple[object, ...]:
+    """The reviewed zip of the review so far (the shown page's edits taken first), shown with what it holds."""
+    review = _review_rows(review, rows)
+    folder = kohya_folder(review.dataset, kohya_dir) if kohya else None
+    target, outcome = _write_review(
+        review.dataset, review.dataset, review.captions, review.dropped, folder, review.size
+    )
+    note = f"**{target.name}**: {outcome.describe()}"
+    return review, str(target), note, review.describe(review.clamp(page)), gr.Column(visible=True)
+
+
+def review_dataset(
+    dataset: FileData | None,
+    captions: dict[str, str] | None = None,
+    drop: list[str] | None = None,
+    kohya_config: bool = False,
+    kohya_image_dir: str = "",
+    size: int = Options().size,
+) -> tuple[FileData, str]:
+    """``/review_dataset`` (no UI; see its ``api_description`` below): the review step for programs."""
+    if not dataset:
+        raise _review_error("No dataset: send the zip /pdf_to_dataset returned, as handle_file(path).")
+    name = dataset.get("orig_name") or Path(dataset["path"]).name
+    folder = kohya_folder(name, kohya_image_dir) if kohya_config else None
+    target, outcome = _write_review(dataset["path"], name, captions or {}, drop or [], folder, int(size))
+    return FileData(path=str(target), orig_name=target.name), outcome.describe()
+
+
+def _write_review(
+    dataset: str, name: str, captions: dict[str, str], drop: Iterable[str], kohya_dir: str | None, size: int
+) -> tuple[Path, Outcome]:
+    """The reviewed zip, written straight into Gradio's cache: served from there without a copy, and deleted with
+    the rest of the cache ``CACHE_MAX_AGE_S`` after it was made."""
+    _check_disk()
+    folder = Path(demo.GRADIO_CACHE) / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    target = folder / reviewed_name(name)
+    try:
+        return target, _reviewing(write_review, dataset, target, captions, drop, kohya_dir, size)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def _review_rows(review: Review | None, rows: list[list[object]] | None) -> Review:
+    """The review with the shown page's rows taken (an empty kept caption: a ``gr.Error``, nothing taken)."""
+    if review is None:
+        raise _review_error("Nothing to review: build a dataset first.")
+    _reviewing(review.apply, rows or [])
+    return review
+
+
+def _review_page(review: Review, number: int) -> tuple[object, ...]:
+    """Page ``number`` for the page: where the review stands, the thumbnails, the table rows, the page menu."""
+    rows = review.rows(number)
+    pictures = _reviewing(thumbnails, review.dataset, [item.name for item in review.page(number)])
+    shown = zip(pictures, review.page(number), rows, strict=True)
+    gallery = [(picture, f"#{row[0]}{'' if row[1] else ' (left out)'} {item.name}") for picture, item, row in shown]
+    return review.describe(number), gallery, rows, gr.Dropdown(choices=review.choices(), value=review.clamp(number))
+
+
+def _reviewing(action: Any, *args: object) -> Any:
+    """``action(*args)`` with the review's failures as sentences for the user."""
+    try:
+        return action(*args)
+    except DatasetGone:
+        raise _review_error(
+            f"This dataset is no longer on the Space: results are deleted {_age(CACHE_MAX_AGE_S)} after they are "
+            "made. Build it again (the review's changes were not kept)."
+        ) from None
+    except ReviewError as exc:
+        raise _review_error(str(exc)) from None
+
+
+def _age(seconds: int) -> str:
+    return f"{seconds // 60} minutes" if seconds >= 120 else f"{seconds} seconds"
+
+
+def _review_error(message: str) -> gr.Error:
+    return gr.Error(message, title="Cannot review", print_exception=False)
+
+
+def _check_disk() -> None:
+    """New work is refused while the disk has less than ``MIN_FREE_DISK_MB`` free (it is shared by every visitor)."""
+    free_mb = shutil.disk_usage(_WORK_ROOT).free / 2**20
+    if free_mb < MIN_FREE_DISK_MB:
+        raise gr.Error(f"The Space's disk is nearly full ({free_mb:,.0f} MB free): please try again later.")
 
 
 def _gallery(label: str, elem_id: str) -> gr.Gallery:
@@ -383,6 +537,45 @@ def _kind(value: object) -> str:
     return type(value).__name__
 
 
+def _start(request: gr.Request) -> tuple[str, gr.Dropdown]:
+    """A new page: its language from the browser's (``Accept-Language``), and the contacts' regions to choose from
+    (the selector only where there are several)."""
+    regions = list(CONTACTS)
+    return i18n.pick(request.headers.get("accept-language")), gr.Dropdown(
+        choices=regions, value=None, visible=len(regions) > 1
+    )
+
+
+def _labels(lang: str) -> tuple[object, ...]:
+    """The cattle tab's texts in ``lang``, in the order of ``relabelled`` (layout)."""
+    return (
+        gr.Tab(label=i18n.text("tab", lang)),
+        i18n.text("note", lang),
+        gr.Accordion(label=i18n.text("guide.title", lang)),
+        i18n.text("guide.body", lang),
+        gr.File(label=i18n.text("photo.label", lang)),
+        gr.Image(label=i18n.text("preview.label", lang)),
+        gr.Accordion(label=i18n.text("more.title", lang, max=models.MAX_IMAGES)),
+        gr.File(label=i18n.text("more.label", lang)),
+        gr.Button(i18n.text("classify", lang)),
+        gr.Label(label=i18n.text("verdict.label", lang)),
+        gr.Label(label=i18n.text("scores.label", lang)),
+        gr.Dropdown(label=i18n.text("region.label", lang)),
+        i18n.text("report.label", lang),
+    )
+
+
+def _reword(lang: str, region: str | None, state: dict[str, Any] | None) -> tuple[object, ...]:
+    """The shown case (if any) again in another language or for another region, with its report.
+
+    The report goes to its ``gr.File`` as a plain value, never in an update: an update gives the session its own
+    copy of the component, and files handed to that copy are never deleted (``delete_cache`` sees only the page's
+    own); its box is shown instead."""
+    if not state:
+        return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+    return (*_view(state, lang, region), gr.Column(visible=True))
+
+
 # ---------------------------------------------------------------- layout
 CSS = """
 .report iframe, iframe.report { width: 100%; height: 70vh; border: 0; }
@@ -390,49 +583,72 @@ CSS = """
 #details th, #details td { overflow-wrap: normal; word-break: normal; padding: 4px 5px; }
 #details td:first-child { overflow-wrap: anywhere; }
 #details td:nth-child(n+3) { white-space: nowrap; }
+#review-gallery .fixed-height { max-height: none; min-height: 0; }
+@media (max-width: 640px) {  /* a phone: 3 thumbnails a row (4 or 6 of at least 100 px each ran off its right edge) */
+  #review-gallery .grid-container, #kept-gallery .grid-container, #rejected-gallery .grid-container,
+  #not-written-gallery .grid-container { grid-template-columns: repeat(3, minmax(0, 1fr)) !important; }
+}
 """
+
+TO_REVIEW_TOP = "() => document.querySelector('#review-where')?.scrollIntoView({block: 'start'})"
+"""In the browser, after a page turn: Next is pressed below the table, and the new page starts with its pictures."""
 
 with _Space(
     title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(1, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
 ) as demo:
     gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
-    with gr.Tab("Cattle scanner"):
-        gr.Markdown(TRIAGE_NOTE)
-        with gr.Accordion("What to photograph", open=True, elem_id="photo-guide"):
-            gr.Markdown(advice.PHOTO_GUIDE)
+    with gr.Tab(i18n.text("tab")) as cattle_tab:  # every text here in the visitor's language: _labels
+        language = gr.Radio(
+            [(name, code) for code, name in i18n.languages().items()],
+            value=i18n.ENGLISH,
+            label=" · ".join(dict.fromkeys(i18n.text("language.label", code) for code in i18n.languages())),
+            elem_id="language",
+        )
+        triage_note = gr.Markdown(i18n.text("note"))
+        with gr.Accordion(i18n.text("guide.title"), open=True, elem_id="photo-guide") as photo_guide:
+            photo_guide_text = gr.Markdown(advice.PHOTO_GUIDE)
         with gr.Row():
             with gr.Column():
                 photo = gr.File(
-                    label="Cattle photo (camera or gallery)",
+                    label=i18n.text("photo.label"),
                     file_types=PHOTO_TYPES,
                     type="filepath",
                     height=140,
                     elem_id="photo",
                 )
                 photo_preview = gr.Image(
-                    label="Photo", interactive=False, height=260, visible=False, elem_id="photo-preview"
+                    label=i18n.text("preview.label"),
+                    interactive=False,
+                    height=260,
+                    visible=False,
+                    elem_id="photo-preview",
                 )
-                with gr.Accordion(
-                    f"More photos of the same case (optional, up to {models.MAX_IMAGES} in all)", open=False
-                ):
+                with gr.Accordion(i18n.text("more.title", max=models.MAX_IMAGES), open=False) as more_box:
                     more_photos = gr.File(
-                        label="More photos",
+                        label=i18n.text("more.label"),
                         file_types=PHOTO_TYPES,
                         file_count="multiple",
                         type="filepath",
                         height=140,
                         elem_id="more-photos",
                     )
-                classify_btn = gr.Button("Classify", variant="primary", elem_id="classify-btn")
+                classify_btn = gr.Button(i18n.text("classify"), variant="primary", elem_id="classify-btn")
             with gr.Column():
-                verdict = gr.Label(label="Verdict", elem_id="verdict")
+                verdict = gr.Label(label=i18n.text("verdict.label"), elem_id="verdict")
                 scores = gr.Label(
-                    label="Probabilities (first photo)",
+                    label=i18n.text("scores.label"),
                     num_top_classes=5,
                     show_heading=False,
                     elem_id="scores",
                 )
+                region = gr.Dropdown(
+                    [], value=None, label=i18n.text("region.label"), visible=False, elem_id="region"
+                )  # its regions come with the page (_start)
                 details = gr.Markdown(elem_id="details")
+                with gr.Column(visible=False) as report_box:  # no label update to a file output: _reword
+                    report_note = gr.Markdown(i18n.text("report.label"))
+                    case_report = gr.File(show_label=False, interactive=False, height=60, elem_id="case-report")
+        last_case = gr.State(None)
     with gr.Tab("PDF → dataset"):
         gr.Markdown(
             "Upload scanned PDFs (several at once, or a `.zip` of PDFs): every page is judged by a fast filter, kept "
@@ -511,8 +727,11 @@ with _Space(
                     cancel_btn = gr.Button("Cancel", variant="stop", interactive=False, elem_id="cancel-btn")
             with gr.Column():
                 summary = gr.Textbox(label="Summary", lines=4, elem_id="summary")
-                dataset_zip = gr.File(
-                    label="Dataset (zip with manifest.csv and report.html)", height=100, elem_id="dataset-zip"
+                dataset_zip = gr.File(  # not interactive: the review reads it, nobody uploads here
+                    label="Dataset (zip with manifest.csv and report.html)",
+                    interactive=False,
+                    height=100,
+                    elem_id="dataset-zip",
                 )
                 score_chart = gr.HTML(label="Judge scores (threshold in red)", elem_id="score-chart")
                 kept_gallery = _gallery("Kept", "kept-gallery")
@@ -521,18 +740,81 @@ with _Space(
                     "Not written: kept but too small (lower the smallest picture side and build again)",
                     "not-written-gallery",
                 )
+        with gr.Column(visible=False, elem_id="review") as review_box:
+            gr.Markdown(
+                "### Review before training\n"
+                "Every written image with its caption, 24 a page. Edit a caption in the table, untick **keep** to "
+                "leave an image out, then **Make reviewed zip**: its captions, `metadata.jsonl` and `manifest.csv` "
+                "have your changes (tap a picture to see it large)."
+            )
+            review_where = gr.Markdown(elem_id="review-where")
+            review_gallery = gr.Gallery(
+                label="This page's images", columns=6, height="auto", preview=False, object_fit="contain",
+                elem_id="review-gallery",
+            )  # fmt: skip
+            review_table = gr.Dataframe(
+                headers=list(REVIEW_TABLE),
+                datatype=["number", "bool", "str"],
+                type="array",
+                interactive=True,
+                static_columns=[0],
+                wrap=True,
+                column_widths=["44px", "88px", "58%"],  # the caption's whole on a phone (390 px) too
+                max_height=1400,
+                label="Captions (edit a cell; untick keep to leave the image out)",
+                elem_id="review-table",
+            )
+            review_page = gr.Dropdown(choices=[], label="Go to page", elem_id="review-page")
+            with gr.Row(elem_id="review-pager"):
+                review_prev = gr.Button("◀ Previous", size="sm", min_width=0, elem_id="review-prev")
+                review_next = gr.Button("Next ▶", size="sm", min_width=0, elem_id="review-next")
+            kohya_box = gr.Checkbox(value=False, label="Include kohya's dataset_config.toml", elem_id="review-kohya")
+            kohya_dir = gr.Textbox(
+                label="Folder the images will be in on the training machine (absolute; the toml's image_dir)",
+                visible=False,
+                elem_id="review-kohya-dir",
+            )
+            review_btn = gr.Button("Make reviewed zip", variant="primary", elem_id="review-btn")
+            with gr.Column(visible=False, elem_id="reviewed") as reviewed_box:  # shown once made, hidden once stale
+                reviewed_zip = gr.File(label="Reviewed dataset", interactive=False, height=100, elem_id="reviewed-zip")
+                review_note = gr.Markdown(elem_id="review-note")
+        review = gr.State(None)
+        run_size = gr.State(Options().size)
         cancelled = gr.State(False)
         with gr.Accordion("Report (report.html)", open=False):
             report = gr.HTML(elem_id="report")
 
     # ------------------------------------------------------------ wiring
+    relabelled = [cattle_tab, triage_note, photo_guide, photo_guide_text, photo, photo_preview, more_box, more_photos]
+    relabelled += [classify_btn, verdict, scores, region, report_note]
+    shown_case = [verdict, scores, details, case_report, report_box]
     classify_btn.click(
+        show_case,
+        inputs=[photo, more_photos, language, region],
+        outputs=[*shown_case, last_case],
+        api_visibility="private",
+        concurrency_limit=2,
+        concurrency_id="classify",
+    )
+    gr.on(  # no trigger on the page: /classify is for programs, in English (the page's button: show_case)
+        [],
         classify,
         inputs=[photo, more_photos],
         outputs=[verdict, scores, details],
         api_name="classify",
         concurrency_limit=2,
         concurrency_id="classify",
+    )
+    demo.load(_start, outputs=[language, region], queue=False, api_visibility="private")
+    language.change(
+        lambda lang, where, state: (*_labels(lang), *_reword(lang, where, state)),
+        inputs=[language, region, last_case],
+        outputs=[*relabelled, *shown_case],
+        queue=False,
+        api_visibility="private",
+    )
+    region.change(
+        _reword, inputs=[language, region, last_case], outputs=shown_case, queue=False, api_visibility="private"
     )
     gr.api(
         classify_json,
@@ -552,9 +834,14 @@ with _Space(
         api_visibility="private",
     )
     results = [dataset_zip, score_chart, kept_gallery, rejected_gallery, report, not_written_gallery]
+    reviewing = [review, review_box, reviewed_box, run_size]
     build = build_btn.click(  # the last run's results go: a cancelled run must not seem to have delivered them
-        lambda: (gr.Button(interactive=False), gr.Button(interactive=True), False, None, "", None, None, "", None),
-        outputs=[build_btn, cancel_btn, cancelled, *results],
+        lambda run: (
+            *(gr.Button(interactive=False), gr.Button(interactive=True), False, None, "", None, None, "", None),
+            *(None, gr.Column(visible=False), gr.Column(visible=False), run),  # the review too; kohya's size
+        ),
+        inputs=size,
+        outputs=[build_btn, cancel_btn, cancelled, *results, *reviewing],
         queue=False,
         api_visibility="private",
     ).then(
@@ -577,6 +864,51 @@ with _Space(
             queue=False,
             api_visibility="private",
         )
+    page_shown = [review, review_where, review_gallery, review_table, review_page, reviewed_box]
+    build.success(
+        review_open,
+        inputs=[dataset_zip, run_size],
+        outputs=[review, review_box, review_where, review_gallery, review_table, review_page, kohya_dir],
+        api_visibility="private",
+        concurrency_limit=4,
+        concurrency_id="review-page",  # opening a review and turning its pages: light, 4 at once
+    )
+    for turn, step in ((review_prev.click, -1), (review_next.click, 1), (review_page.input, 0)):
+        turn(
+            lambda state, rows, page, step=step: review_turn(state, rows, page, step),
+            inputs=[review, review_table, review_page],
+            outputs=page_shown,
+            api_visibility="private",
+            concurrency_limit=4,
+            concurrency_id="review-page",
+        ).success(None, js=TO_REVIEW_TOP)  # the new page from its pictures, not from the pager below the table
+    kohya_box.change(
+        lambda on: gr.Textbox(visible=on), inputs=kohya_box, outputs=kohya_dir, queue=False, api_visibility="private"
+    )
+    review_table.input(  # a zip made before this edit no longer matches the table: take it away
+        lambda: gr.Column(visible=False), outputs=reviewed_box, queue=False, api_visibility="private"
+    )
+    review_btn.click(
+        review_download,
+        inputs=[review, review_table, review_page, kohya_box, kohya_dir],
+        outputs=[review, reviewed_zip, review_note, review_where, reviewed_box],
+        api_visibility="private",
+        concurrency_limit=2,
+        concurrency_id="review",
+    )
+    gr.api(
+        review_dataset,
+        api_name="review_dataset",
+        api_description="The review step: a dataset zip from /pdf_to_dataset in, a reviewed zip out. `captions` maps "
+        "image names (metadata.jsonl's file_name) to new captions, cleaned as the pipeline cleans them (one line, "
+        "comma-separated); `drop` lists images to leave out, with their caption files and metadata lines. "
+        "manifest.csv keeps every page's row, takes dropped images out of outputs, sizes and fingerprints, and names "
+        "what the review did in review_dropped and review_edited. `kohya_config` adds kohya's dataset_config.toml "
+        "(image_dir `kohya_image_dir`, default /data/<zip name>; resolution `size`, the run's). Returns the zip and "
+        "one sentence saying what it holds.",
+        concurrency_limit=2,
+        concurrency_id="review",
+    )
     cancel_btn.click(
         lambda: (True, gr.Button(interactive=False)),
         outputs=[cancelled, cancel_btn],

@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pymupdf
@@ -24,6 +25,9 @@ import pytest
 from factories import free_port, save_heic
 from PIL import Image
 from test_models import save_tiny_vit
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser
 
 MAX_FILE_SIZE = "1mb"
 
@@ -113,3 +117,16 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out["huge_pdf"] = d / "huge.pdf"
     out["huge_pdf"].write_bytes(b"%PDF-1.7\n" + b"0" * 2_000_000)
     return out
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """One Chromium for every browser test of a test process: Playwright's sync API cannot be started twice in one
+    process while the first is running (a fixture per test module did that when two modules shared a worker)."""
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM_FLAGS, _chromium
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
+        yield browser
+        browser.close()

@@ -85,13 +85,14 @@ def blank_page(width: int = 800, height: int = 1100, seed: int = 0) -> np.ndarra
     return np.clip(rng.normal(PAPER, 2, (height, width)), 0, 255).astype(np.uint8)
 
 
-def pdf_from_images(path: Path, images: Sequence[np.ndarray], dpi: int = 100) -> Path:
-    """A PDF with one embedded JPEG scan per page, the page sized to the scan at ``dpi``."""
+def pdf_from_images(path: Path, images: Sequence[np.ndarray], dpi: int = 100, quality: int = 90) -> Path:
+    """A PDF with one embedded JPEG scan per page, the page sized to the scan at ``dpi`` (a lower JPEG ``quality``
+    fits more pictures under the app tests' 1 MB upload limit)."""
     doc = pymupdf.open()
     for image in images:
         height, width = image.shape[:2]
         page = doc.new_page(width=width * 72 / dpi, height=height * 72 / dpi)
-        ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])
+        ok, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])
         assert ok
         page.insert_image(page.rect, stream=jpeg.tobytes())
     doc.save(path)

@@ -10,6 +10,7 @@ import csv
 import gc
 import importlib.util
 import io
+import json
 import os
 import shutil
 import signal
@@ -25,6 +26,7 @@ import httpx
 import numpy as np
 import pymupdf
 import pytest
+import tomllib
 from factories import free_port, mixed_page, pdf_from_images, text_page
 from gradio_client import Client, handle_file
 from gradio_client.exceptions import AppError
@@ -496,6 +498,99 @@ def test_a_full_disk_refuses_new_jobs(
     assert "disk is nearly full" in _error(client, [handle_file(files["pdf"])], api_name="/pdf_to_dataset")
 
 
+@pytest.fixture(scope="module")
+def two_plates(client: Client, tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[str]]:
+    """A dataset the Space built from two pages with a picture each: its zip (as downloaded) and its images."""
+    pages = [mixed_page(1000, 1400, seed=seed) for seed in (1, 2)]
+    pdf = pdf_from_images(tmp_path_factory.mktemp("review") / "plates.pdf", pages, quality=50)
+    zip_path, *_ = client.predict(
+        [handle_file(pdf)], size=512, trigger="vstnkmd", min_side=256, api_name="/pdf_to_dataset"
+    )
+    return zip_path, [row["outputs"] for row in _manifest(zip_path)]
+
+
+def test_review_dataset_gives_a_program_the_reviewed_zip(client: Client, two_plates: tuple[str, list[str]]) -> None:
+    zip_path, (first, second) = two_plates
+    info = client.view_api(print_info=False, return_format="dict")["named_endpoints"]["/review_dataset"]
+    assert [(p["parameter_name"], p["parameter_default"]) for p in info["parameters"]] == [
+        ("dataset", None), ("captions", None), ("drop", None), ("kohya_config", False), ("kohya_image_dir", ""),
+        ("size", Options().size),
+    ]  # fmt: skip
+    reviewed, said = client.predict(
+        handle_file(zip_path), {first: "vstnkmd, a plate\nof fashions"}, [second], True, size=512,
+        api_name="/review_dataset",
+    )  # fmt: skip
+    assert Path(reviewed).name == "plates_dataset_reviewed.zip"
+    assert said == "1 image (1 caption edited, 1 image left out), with kohya's dataset_config.toml."
+    with zipfile.ZipFile(reviewed) as archive:
+        assert [n for n in archive.namelist() if n.endswith((".jpg", ".txt"))] == [first, first[:-4] + ".txt"]
+        assert archive.read(first[:-4] + ".txt") == b"vstnkmd, a plate of fashions"
+        lines = archive.read("metadata.jsonl").decode().splitlines()
+        assert [(line["file_name"], line["text"]) for line in map(json.loads, lines)] == [
+            (first, "vstnkmd, a plate of fashions")
+        ]
+        config = tomllib.loads(archive.read("dataset_config.toml").decode())
+    assert config["datasets"][0]["subsets"][0]["image_dir"] == "/data/plates_dataset_reviewed"
+    assert config["general"]["resolution"] == 512
+    rows = _manifest(reviewed)
+    assert [(r["outputs"], r["review_dropped"], r["review_edited"]) for r in rows] == [
+        (first, "", first),
+        ("", second, ""),
+    ]
+
+
+def test_review_dataset_refusals_are_sentences(
+    client: Client, files: dict[str, Path], two_plates: tuple[str, list[str]]
+) -> None:
+    zip_path, (first, _) = two_plates
+    dataset = handle_file(zip_path)
+    cases = [
+        ((None,), "No dataset: send the zip /pdf_to_dataset returned, as handle_file(path)."),
+        ((dataset, {first: " ,\n"}), f"The caption of {first} is empty: write one, or drop the image."),
+        ((dataset, {"cow.jpg": "a cow"}), "cow.jpg is not an image of this dataset (2 images)."),
+        ((dataset, None, None, True, "lora/plates"), "kohya's image folder must be an absolute path"),
+        ((handle_file(files["not_pdf"]),), "notes.pdf is not a zip that can be read"),
+        ((zip_path,), "dataset must be one file sent as handle_file(path), which uploads it, not a string."),
+    ]
+    for args, expected in cases:
+        message = _error(client, *args, api_name="/review_dataset")
+        assert expected in message and "\n" not in message and "Traceback" not in message, message
+    _still_serving(client, files)
+
+
+def test_the_pages_review_keeps_its_edits_and_says_when_the_zip_is_gone(
+    app: ModuleType, two_plates: tuple[str, list[str]], tmp_path: Path
+) -> None:
+    """What the page's events run (the browser test drives them): page 1 of the run's zip, edits taken at Make, the
+    run's size in kohya's config; a zip deleted after CACHE_MAX_AGE_S is said to be gone, in one sentence."""
+    import gradio as gr
+
+    dataset = Path(shutil.copy(two_plates[0], tmp_path / "plates_dataset.zip"))
+    review, _, where, gallery, rows, _, folder = app.review_open(str(dataset), 768)
+    assert where.startswith("Page 1 of 1: images 1–2 of 2") and len(gallery) == 2
+    assert folder == "/data/plates_dataset_reviewed"
+    rows[0][2], rows[1][1] = "a new caption", False
+    _, reviewed, note, where, _ = app.review_download(review, rows, 1, True, "")
+    assert note == "**plates_dataset_reviewed.zip**: 1 image (1 caption edited, 1 image left out), with kohya's " \
+        "dataset_config.toml."  # fmt: skip
+    assert where.endswith("1 caption edited, 1 image unticked so far")
+    assert Path(reviewed).parent.parent == Path(app.demo.GRADIO_CACHE), "written where Gradio serves it: no copy"
+    with zipfile.ZipFile(reviewed) as archive:
+        assert tomllib.loads(archive.read("dataset_config.toml").decode())["general"]["resolution"] == 768
+    dataset.unlink()
+    for event in (lambda: app.review_turn(review, rows, 1, 1), lambda: app.review_download(review, rows, 1, False, "")):
+        with pytest.raises(gr.Error) as info:
+            event()
+        assert info.value.message == (
+            "This dataset is no longer on the Space: results are deleted 30 minutes after they are made. Build it "
+            "again (the review's changes were not kept)."
+        )
+    rows[0][2] = "  "
+    with pytest.raises(gr.Error) as info:
+        app.review_turn(review, rows, 1, 0)
+    assert info.value.message.startswith("The caption of #1 plates_p0001_r1.jpg is empty: write one, or untick")
+
+
 IN_TORCH = """
 import os, runpy, threading, time, torch
 
@@ -559,11 +654,14 @@ def test_results_handed_to_the_page_are_deleted_after_cache_max_age(
 
     server, url = _launch(tmp_path, app_model, CACHE_MAX_AGE_S="3")
     try:
-        _, _, _, kept, rejected, _, _ = Client(url, verbose=False).predict(
+        client = Client(url, verbose=False)
+        zip_path, _, _, kept, rejected, _, _ = client.predict(
             [handle_file(files["pdf"])], threshold="40", filter_name="sigma", api_name="/pdf_to_dataset"
         )
         assert kept and rejected
         assert served() == ["gazette_dataset.zip"] + ["image.webp"] * (len(kept) + len(rejected))
+        reviewed, _ = client.predict(handle_file(zip_path), api_name="/review_dataset")  # written into the cache
+        assert Path(reviewed).name in served(), "the reviewed zip is served from where it was written"
         deadline = time.monotonic() + 20
         while served() and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -578,9 +676,10 @@ def test_free_space_limits(app: ModuleType) -> None:
     assert app.demo.delete_cache is not None
     assert app.demo._queue.max_size == 16
     limits = {fn.api_name: fn.concurrency_limit for fn in app.demo.fns.values() if fn.api_visibility == "public"}
-    assert limits == {"classify": 2, "classify_json": 2, "pdf_to_dataset": 2}
+    assert limits == {"classify": 2, "classify_json": 2, "pdf_to_dataset": 2, "review_dataset": 2}
     groups = {fn.api_name: fn.concurrency_id for fn in app.demo.fns.values() if fn.api_name in limits}
     assert groups["classify"] == groups["classify_json"] != groups["pdf_to_dataset"], "2 classifications in all"
+    assert groups["review_dataset"] not in (groups["classify"], groups["pdf_to_dataset"])
     assert app.demo.delete_cache == (180, 1800)
 
 

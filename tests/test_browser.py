@@ -6,18 +6,20 @@ at the end of the run (``SCREENSHOTS_DIR``, or a temporary folder) for people to
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
-from collections.abc import Iterator
+import zipfile
 from pathlib import Path
 from types import ModuleType
 
 import pymupdf
 import pytest
+import tomllib
 from factories import mixed_page, pdf_from_images, text_page
 from gradio_client import Client
-from playwright.sync_api import Browser, Locator, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Locator, Page, expect
 from test_models import LABELS
 
 from pipeline import Options, run
@@ -42,14 +44,6 @@ def _chromium() -> str:
     if not path:
         pytest.fail("Chromium not found: `apt-get install chromium` (or set CHROMIUM=/path/to/chromium)")
     return path
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
-        yield browser
-        browser.close()
 
 
 def _open(browser: Browser, app: ModuleType, viewport: dict[str, int], tab: str | None = None) -> Page:
@@ -117,6 +111,7 @@ def pdfs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "mixed": pdf_from_images(d / "gazette.pdf", [mixed_page(1000, 1400, seed=1), text_page(seed=2)]),
         "text": pdf_from_images(d / "columns.pdf", [text_page(seed=4)]),
         "long": _repeated(pdf_from_images(d / "page.pdf", [mixed_page(seed=3)]), d / "annual.pdf", 200),
+        "plates": pdf_from_images(d / "plates.pdf", [mixed_page(1000, 1400, seed=s) for s in (1, 2)], quality=50),
     }
 
 
@@ -300,6 +295,7 @@ def test_a_new_run_clears_the_last_runs_results(
     _build(page)
     expect(page.locator("#dataset-zip a[download]")).to_have_count(1)
     expect(page.locator("#score-chart svg")).to_have_count(1)
+    expect(page.locator("#review-table")).to_have_count(1)
     page.get_by_text("Report (report.html)").click()
     expect(page.locator("#report iframe")).to_have_count(1)
     page.locator("#pdfs").get_by_role("button", name="Clear").click()
@@ -308,7 +304,7 @@ def test_a_new_run_clears_the_last_runs_results(
     page.locator("#build-btn").click()
     summary = page.locator("#summary textarea")
     expect(summary).to_have_value(_matches(r"^Page \d+/200"), timeout=RUN_TIMEOUT_MS)
-    for selector in ("#dataset-zip a[download]", "#score-chart svg", "#kept-gallery img", "#report iframe"):
+    for selector in ("#dataset-zip a[download]", "#score-chart svg", "#kept-gallery img", "#report iframe", "#review"):
         expect(page.locator(selector)).to_have_count(0)
     page.locator("#cancel-btn").click()
     expect(summary).to_have_value(_matches("^Cancelled"), timeout=10_000)
@@ -340,4 +336,63 @@ def test_the_built_in_model_on_a_phone(
     expect(page.locator("#details")).not_to_contain_text(str(Path(models.DEFAULT_MODEL_ID).parent))
     for selector in ("#verdict", "#details h3", "#details table", "#scores"):
         _within_screen_width(page, selector)
+    page.context.close()
+
+
+def test_review_edit_a_caption_untick_an_image_and_download(
+    browser: Browser, app: ModuleType, pdfs: dict[str, Path], screenshots: Path, tmp_path: Path
+) -> None:
+    """The review step as a visitor uses it: every written image with its caption; one caption edited, one image
+    unticked, kohya's config ticked, the reviewed zip made and downloaded; then the same page on a phone's width."""
+    page = _open(browser, app, LAPTOP, "PDF → dataset")
+    _file_input(page, "pdfs").set_input_files(pdfs["plates"])
+    _wait_for_upload(page, "pdfs", "plates.pdf")
+    page.get_by_text("Output: size, fit, captions, duplicates").click()
+    page.locator("#size input[type=number]").fill("768")  # the size kohya's config will name
+    page.locator("#size input[type=number]").press("Enter")
+    assert _build(page).startswith("2 pages seen, 2 kept (2 images)")
+    expect(page.locator("#review-where")).to_contain_text("Page 1 of 1: images 1–2 of 2")
+    rows = page.locator("#review-table .virtual-body [role=row]")
+    expect(rows).to_have_count(2)
+    first, second = "plates_p0001_r1.jpg", "plates_p0002_r1.jpg"
+    expect(page.locator("#review-gallery")).to_contain_text(f"#1 {first}")
+    expect(page.locator("#review-gallery")).to_contain_text(f"#2 {second}")
+
+    rows.nth(0).locator("[role=gridcell]").nth(2).dblclick()
+    page.keyboard.press("ControlOrMeta+A")
+    page.keyboard.type("an engraving, a caption written by hand")
+    page.keyboard.press("Enter")
+    rows.nth(1).locator("input[type=checkbox]").uncheck()
+    page.locator("#review-kohya input").check()
+    expect(page.locator("#review-kohya-dir textarea, #review-kohya-dir input")).to_have_value(
+        "/data/plates_dataset_reviewed"
+    )
+    page.locator("#review-btn").click()
+    expect(page.locator("#review-note")).to_contain_text(
+        "1 image (1 caption edited, 1 image left out), with kohya's dataset_config.toml.", timeout=30_000
+    )
+    page.locator("#review-gallery").scroll_into_view_if_needed()
+    page.wait_for_function("[...document.querySelectorAll('#review-gallery img')].every(i => i.complete)")
+    page.locator("#review").screenshot(path=screenshots / "review-laptop.png")
+
+    with page.expect_download() as download:
+        page.locator("#reviewed-zip a[download]").first.click()
+    assert download.value.suggested_filename == "plates_dataset_reviewed.zip"
+    download.value.save_as(reviewed := tmp_path / "reviewed.zip")
+    with zipfile.ZipFile(reviewed) as archive:
+        names = archive.namelist()
+        assert first in names and second not in names and second.replace(".jpg", ".txt") not in names
+        assert archive.read(first.replace(".jpg", ".txt")).decode() == "an engraving, a caption written by hand"
+        records = [json.loads(line) for line in archive.read("metadata.jsonl").decode().splitlines()]
+        assert [(r["file_name"], r["text"]) for r in records] == [(first, "an engraving, a caption written by hand")]
+        config = tomllib.loads(archive.read("dataset_config.toml").decode())
+    assert config["general"]["resolution"] == 768, "the run's size, as it was when Build was pressed"
+    assert config["datasets"][0]["subsets"][0]["image_dir"] == "/data/plates_dataset_reviewed"
+
+    page.set_viewport_size(PHONE)
+    page.wait_for_timeout(500)
+    _no_sideways_scroll(page)
+    for selector in ("#review-gallery", "#review-table", "#review-btn", "#reviewed-zip"):
+        _within_screen_width(page, selector)
+    page.locator("#review").screenshot(path=screenshots / "review-phone.png")
     page.context.close()

@@ -4,8 +4,8 @@ Layout first, then wiring. The work lives in ``models/`` (the classifier and its
 ``pipeline/`` (PDF pages → curated zip); the handlers here only translate between Gradio and them,
 and turn expected failures into ``gr.Error`` so users see what went wrong and the server keeps serving.
 
-Run: ``python app.py`` (honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``; ``MODEL_ID``,
-``MODEL_POLICY``, ``MAX_FILE_SIZE`` and ``GPU_DURATION`` configure the rest).
+Run: ``python app.py`` (honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``; ``MODEL_ID``, ``MODEL_POLICY``,
+``CONTACTS``, ``CAPTIONER``, ``MAX_FILE_SIZE`` and ``GPU_DURATION`` configure the rest: docs/space.md).
 """
 
 import spaces  # first, unconditionally: on ZeroGPU it must set up CUDA handling before torch is imported
@@ -35,9 +35,10 @@ from gradio.state_holder import SessionState
 from PIL import Image
 
 import models
-from models import advice, contacts, i18n
+from models import advice, captioner, contacts, i18n
 from models import report as case_pdf  # `report` is the PDF tab's report viewer
 from pipeline import Execution, NothingToDo, Options, OutputError, PdfError, Summary, ZipLayout, run_pages
+from pipeline.captions import CaptionTemplate
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, parse_threshold, threshold_of
 from pipeline.options import CROP_MODES
@@ -77,6 +78,14 @@ PHOTO_TYPES = ["image", ".heic", ".heif"]
 """Desktop browsers give an iPhone's HEIC photos no image type: without their extensions Gradio refuses them."""
 WORK_MAX_AGE_S = 3600
 """Work folders left by a job that ended abnormally are removed after this long; a finished job removes its own."""
+
+CAPTIONER = os.environ.get("CAPTIONER", "").strip()
+"""An image-to-text model (a Hub id or a folder: BLIP, GIT, Florence-2) whose words fill ``{caption}`` in the PDF
+tab's captions; none by default. Loaded per page of a job inside ``@spaces.GPU`` (:func:`describe`), freed after."""
+CAPTION_GPU_DURATION = int(os.environ.get("CAPTION_GPU_DURATION", "30"))
+"""Seconds of ZeroGPU requested per page captioned: loading the model is most of it."""
+if CAPTIONER:
+    captioner.check_captioner(CAPTIONER)  # a wrong id fails at start, not in a visitor's job
 
 CLASSIFIER = models.make_classifier()
 """Per-request by default; with ``MODEL_POLICY=resident`` this line loads the model at import."""
@@ -200,6 +209,13 @@ def _assess(paths: list[str | None]) -> models.CaseVerdict:
         raise gr.Error(str(exc), title=i18n.text("problem.title"), print_exception=False) from None
 
 
+@spaces.GPU(duration=CAPTION_GPU_DURATION)
+def describe(jpegs: list[bytes]) -> list[str]:
+    """What ``CAPTIONER`` says each of a page's written images shows: loaded, asked and freed within the call, as
+    the classifier is (nothing held on the shared GPU between pages or jobs)."""
+    return captioner.caption_jpegs(jpegs, CAPTIONER)
+
+
 def pdf_to_dataset(
     pdfs: list[str] | None,
     threshold: str = "",
@@ -224,6 +240,8 @@ def pdf_to_dataset(
     if not pdfs:
         raise _pdf_error("No PDF: upload one or more scanned PDFs (or a .zip of PDFs), then press Build dataset.")
     try:
+        template = caption or Options().caption
+        describes = bool(CAPTIONER) and "caption" in CaptionTemplate(template).fields
         options = Options(
             filter=filter_name,
             threshold=parse_threshold(threshold),
@@ -231,7 +249,8 @@ def pdf_to_dataset(
             fit=fit,
             crop=crop or Options().crop,
             trigger=trigger or "",
-            caption=caption or Options().caption,
+            caption=template,
+            captioner=CAPTIONER if describes else None,
             dedupe=None if dedupe is None or dedupe < 0 else int(dedupe),
             min_side=Options().min_side if min_side is None else int(min_side),
         )
@@ -244,7 +263,7 @@ def pdf_to_dataset(
         yield _status(f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…")
         zip_path = work / _zip_name(pdfs)
         limits = Execution(resume=False, max_pages=MAX_PAGES, max_seconds=MAX_JOB_SECONDS)
-        pages = run_pages(list(names), ZipLayout(zip_path), options, limits)
+        pages = run_pages(list(names), ZipLayout(zip_path), options, limits, describe if describes else None)
         try:
             while True:
                 try:
@@ -708,8 +727,10 @@ with _Space(
                     caption = gr.Textbox(
                         value=Options().caption,
                         label="Caption template",
-                        info="{trigger}, {kind} (line art, halftone…), {words} (printed near the picture), "
-                        "{source} (PDF name), {page}, {region}",
+                        info="{trigger}, "
+                        + ("{caption} (what the captioning model sees), " if CAPTIONER else "")
+                        + "{kind} (line art, halftone…), {words} (printed near the picture), {source} (PDF name), "
+                        "{page}, {region}",
                         elem_id="caption",
                     )
                     dedupe = gr.Number(

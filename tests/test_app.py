@@ -749,9 +749,10 @@ def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]]
 def test_only_the_classify_handlers_ask_for_a_gpu_for_gpu_duration(
     fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
 ) -> None:
-    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot."""
+    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot; only the captioning
+    model's call for a page (``describe``, when the owner sets ``CAPTIONER``) asks for one, for its own duration."""
     module, requests, _ = fresh_app
-    assert requests == {"classify": {"duration": 7}, "classify_json": {"duration": 7}}
+    assert requests == {"classify": {"duration": 7}, "classify_json": {"duration": 7}, "describe": {"duration": 30}}
     handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
     assert handlers["classify"] is module.classify and handlers["classify_json"] is module.classify_json
     assert handlers["pdf_to_dataset"] is module.pdf_to_dataset
@@ -764,3 +765,27 @@ def test_the_resident_policy_loads_the_model_at_import(
     assert loads == 1
     assert module.CLASSIFIER.policy == "resident"
     assert module.CLASSIFIER.load_error is None
+
+
+def test_the_owners_captioning_model_describes_each_written_image(
+    client: Client, app: ModuleType, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``CAPTIONER`` set, the default template's ``{caption}`` holds what that model says of each written image
+    (loaded and freed per page, inside ``describe``); a template without ``{caption}`` runs without asking it."""
+    from test_captioner import save_tiny_captioner
+
+    from models import captioner
+
+    tiny = save_tiny_captioner(tmp_path / "tiny-captioner")
+    monkeypatch.setattr(app, "CAPTIONER", str(tiny))
+    loads = captioner.STATS.loads
+    pdf = [handle_file(files["pdf"])]
+    zip_path, *_ = client.predict(pdf, "40", 256, "sigma", "square", api_name="/pdf_to_dataset")
+    with zipfile.ZipFile(zip_path) as archive:
+        image = archive.read("gazette_p0001.jpg")
+        text = archive.read("gazette_p0001.txt").decode()
+    said = captioner.caption_jpegs([image], str(tiny))[0]
+    assert said and text.startswith(said + ", "), (said, text)
+    assert captioner.STATS.loads == loads + 2 and captioner.STATS.offloads == captioner.STATS.loads
+    client.predict(pdf, "40", 256, "sigma", "square", caption="{kind}", api_name="/pdf_to_dataset")
+    assert captioner.STATS.loads == loads + 2

@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
 from factories import engraving
@@ -218,3 +219,42 @@ def test_tesseracts_files_of_a_killed_worker_are_swept_by_the_next_one(tmp_path:
         assert not list(scratch.iterdir()), list(scratch.rglob("*"))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def scanned_text_page(path: Path, lines: int = 60) -> Path:
+    """A letter-size page of dense type only in its pixels (rasterised at 200 dpi, no text layer)."""
+    drawn = pymupdf.open()
+    page = drawn.new_page(width=612, height=792)
+    words = ["the", "quick", "brown", "fox", "jumps", "over", "the", "lazy", "dog", "near", "the", "river", "bank"]
+    for line in range(lines):
+        text = " ".join(words[(line + i) % len(words)] for i in range(12))
+        page.insert_text((40, 40 + 12 * line), text, fontsize=10, fontname="tiro")
+    scan = page.get_pixmap(matrix=pymupdf.Matrix(200 / 72, 200 / 72), colorspace=pymupdf.csGRAY)
+    out = pymupdf.open()
+    out.new_page(width=612, height=792).insert_image(pymupdf.Rect(0, 0, 612, 792), stream=scan.tobytes("png"))
+    out.save(path)
+    return path
+
+
+@needs_tesseract
+def test_a_whole_page_of_type_is_read_only_until_a_caption_is_full(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A whole page (no picture boxes) is read top down and the reading stops at the caption's 40 words: a
+    newspaper page read whole took Tesseract 235 s for them. Here: a third of the page's pixels at most."""
+    from pipeline.words import MAX_WORDS
+
+    read: list[int] = []
+    tesseract = ocr_module._tesseract
+
+    def counted(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:  # the real reader, counted
+        read.append(pixels.size)
+        return tesseract(pixels, lang)
+
+    monkeypatch.setattr(ocr_module, "_tesseract", counted)
+    with pymupdf.open(scanned_text_page(tmp_path / "text.pdf")) as doc:
+        page = doc[0]
+        words = read_words(page, (), "eng", find_scan(page))
+        whole = round(page.rect.width * 300 / 72) * round(page.rect.height * 300 / 72)
+    assert len(words.split()) == MAX_WORDS and words.startswith("the quick brown fox"), words
+    assert sum(read) < whole / 3, f"{sum(read):,} of {whole:,} pixels read"

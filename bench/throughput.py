@@ -96,6 +96,14 @@ def measure_scale(sources: list[Path], scale: int, args: argparse.Namespace) -> 
         methods = {
             "reference (article)": [sys.executable, str(HERE / "reference.py"), str(merged), "-o", out("ref")],
             "pipeline --filter sigma": [*pipeline, "-o", str(tmp_path / "sigma.zip"), "--filter", "sigma"],
+            "pipeline --filter sigma --no-ocr": [  # the article reads no words: the same work as the reference
+                *pipeline,
+                "-o",
+                str(tmp_path / "sigma-no-ocr.zip"),
+                "--filter",
+                "sigma",
+                "--no-ocr",
+            ],
             "pipeline (default filter)": [*pipeline, "-o", str(tmp_path / "default.zip")],
         }
         if importlib.util.find_spec("pdf2image") and shutil.which("pdftoppm"):

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
-import functools
-import http.server
 import io
 import os
 import shutil
@@ -26,10 +24,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +35,8 @@ import pymupdf
 from PIL import Image
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.append(str(ROOT / "tests"))  # the hostile HTTP server the tests use too
+from factories import serve  # noqa: E402
 
 
 def _scan_pdf(path: Path, seed: int = 0, pages: int = 1) -> Path:
@@ -236,75 +235,13 @@ def bomb_request(repo: Path, folder: Path) -> tuple[int, float, str]:
     return peak, seconds, f"{size / 2**20:.1f} MB zips; " + out
 
 
-class _Hostile(http.server.SimpleHTTPRequestHandler):
-    """Serves a folder, and hostile servers under prefixes: ``/broken/`` always answers 500, ``/loop/``
-    redirects to itself, ``/drip/`` declares 10 MB and sends 1 byte a second (for 330 s, past aiohttp's own
-    300 s), ``/slow/`` serves the file at 128 KB/s."""
-
-    def do_GET(self) -> None:
-        prefix = self.path.split("/")[1]
-        if prefix == "broken":
-            self.send_error(500)
-        elif prefix == "loop":
-            self.send_response(302)
-            self.send_header("Location", self.path)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-        elif prefix == "drip":
-            self.send_response(200)
-            self.send_header("Content-Length", str(10 * 2**20))
-            self.end_headers()
-            with contextlib.suppress(OSError):  # the client gave up
-                self.wfile.write(b"%PDF-1.4\n")
-                for _ in range(330):
-                    self.wfile.flush()
-                    time.sleep(1)
-                    self.wfile.write(b"0")
-        else:
-            if prefix == "slow":
-                self.path = self.path.removeprefix("/slow")
-                self.wfile = _Throttled(self.wfile)
-            super().do_GET()
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class _Throttled(io.BufferedIOBase):
-    def __init__(self, raw: io.BufferedIOBase) -> None:
-        self._raw = raw
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        for start in range(0, len(data), 8192):
-            self._raw.write(data[start : start + 8192])
-            self._raw.flush()
-            time.sleep(1 / 16)
-        return len(data)
-
-    def flush(self) -> None:
-        self._raw.flush()
-
-
-@contextlib.contextmanager
-def serve(folder: Path) -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` serving ``folder`` (and the hostile prefixes) from a thread."""
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Hostile, directory=str(folder)))
-    httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # clients killed mid-response: expected
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_port}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-
-
 def remote_cases(repo: Path, folder: Path) -> None:
     """URL inputs from a loopback server: presigned URLs, a stalled download under ``--max-seconds 10``,
     a 500 and a redirect loop: exit code, rows / pages, seconds, the error line."""
     served = folder / "served"
     _scan_pdf(served / "scan.pdf", pages=2)
     _scan_pdf(served / "other.pdf", seed=1)
-    with serve(served) as server:
+    with serve(served, drip_seconds=330) as server:
         signed = f"{server}/scan.pdf?X-Amz-Expires=60&X-Amz-Signature=ab%2Fc%3D"
         cases = {
             "presigned URL alone": ([signed], 2, []),
@@ -351,7 +288,7 @@ def copies_after_signals(repo: Path, folder: Path) -> None:
     """A download (128 KB/s) interrupted by ``kill -9`` then rerun, and one by SIGTERM: what stays in TMPDIR."""
     served = folder / "served-slow"
     size = _scan_pdf(served / "big.pdf", pages=4).stat().st_size
-    with serve(served) as server:
+    with serve(served, drip_seconds=330) as server:
         url = f"{server}/slow/big.pdf"
         tmp = folder / "tmp-kill"
         tmp.mkdir()

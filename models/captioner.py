@@ -15,7 +15,6 @@ encoded images to texts (:data:`pipeline.captions.Captioner`), so it never impor
 
 from __future__ import annotations
 
-import gc
 import io
 import time
 import weakref
@@ -37,7 +36,7 @@ from transformers import (  # here, at import: a lazy first import from two requ
     ProcessorMixin,
 )
 
-from models.classifier import LifecycleStats, ModelLoadError
+from models.classifier import LifecycleStats, ModelLoadError, offload
 
 MAX_NEW_TOKENS = 40
 """Most tokens generated per caption: a sentence (a longer description is cut); SDXL's text encoders read 77 tokens
@@ -167,15 +166,7 @@ def loaded_captioner(
     try:
         yield holder
     finally:
-        start = time.perf_counter()
-        holder.model.cpu()
-        del holder.model
-        del holder
-        gc.collect()
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        STATS.offloads += 1
-        STATS.last_offload_ms = (time.perf_counter() - start) * 1000
+        offload(holder, STATS)
 
 
 def caption_jpegs(jpegs: Sequence[bytes], model_id: str, device: str | torch.device | None = None) -> list[str]:

@@ -344,13 +344,18 @@ def loaded_model(model_id: str | None = None, device: str | torch.device | None 
     try:
         yield holder
     finally:
-        start = time.perf_counter()
-        holder.model.cpu()
-        del holder.model
-        del holder
-        _free_cuda()
-        STATS.offloads += 1
-        STATS.last_offload_ms = (time.perf_counter() - start) * 1000
+        offload(holder, STATS)
+
+
+def offload(holder: Any, stats: LifecycleStats) -> None:
+    """The offload of every model lifecycle here (classifier, captioner): ``model.cpu()``, the holder's reference
+    dropped, ``gc.collect()`` and ``torch.cuda.empty_cache()``, counted in ``stats``."""
+    start = time.perf_counter()
+    holder.model.cpu()
+    del holder.model
+    _free_cuda()
+    stats.offloads += 1
+    stats.last_offload_ms = (time.perf_counter() - start) * 1000
 
 
 class Classifier(Protocol):

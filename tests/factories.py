@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
+import io
 import socket
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import ClassVar
 
 import cv2
 import numpy as np
@@ -146,3 +153,93 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class HostileHandler(http.server.SimpleHTTPRequestHandler):
+    """Serves the archive folder, and hostile servers under prefixes: ``/flaky/…`` is found (its first request
+    succeeds: the existence check) but every download after fails with a server error; ``/broken/…`` always
+    fails; ``/loop/…`` redirects to itself; ``/drip/…`` declares 10 MB and sends 1 byte a second; ``/stall/…``
+    sends its headers and then nothing; ``/slow/…`` serves the file at 128 KB/s, ``/late/…`` a PDF after 0.6 s.
+    Shared by ``tests/test_remote.py`` and ``bench/hostile_inputs.py``."""
+
+    requests: ClassVar[dict[str, int]] = {}
+    drip_seconds: ClassVar[int] = 60
+    """How long ``/drip/`` and ``/stall/`` go on (the bench's 330 s outlast aiohttp's own 300 s)."""
+
+    def do_GET(self) -> None:
+        seen = self.requests[self.path] = self.requests.get(self.path, 0) + 1
+        prefix = self.path.split("/")[1]
+        if prefix == "flaky":
+            if seen > 1:
+                self.send_error(500, "the storage back-end failed")
+                return
+            self.path = self.path.removeprefix("/flaky")
+        elif prefix == "broken":
+            self.send_error(500)
+            return
+        elif prefix == "loop":
+            self.send_response(302)
+            self.send_header("Location", self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        elif prefix in ("drip", "stall"):
+            self._trickle(1 if prefix == "drip" else 0)
+            return
+        elif prefix == "slow":
+            self.path = self.path.removeprefix("/slow")
+            self.wfile = Throttled(self.wfile)
+        elif prefix == "late":
+            self.path = self.path.removeprefix("/late")
+            if self.path.endswith(".pdf"):
+                time.sleep(0.6)
+        super().do_GET()
+
+    def _trickle(self, rate: int) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/pdf")
+        self.send_header("Content-Length", str(10 * 2**20))
+        self.end_headers()
+        try:
+            self.wfile.write(b"%PDF-1.4\n")
+            self.wfile.flush()
+            for _ in range(self.drip_seconds):  # a bounded client gives up long before
+                time.sleep(1)
+                self.wfile.write(b"0" * rate)
+                self.wfile.flush()
+        except OSError:  # the client went away: what a bounded download does
+            pass
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+class Throttled(io.BufferedIOBase):
+    """A response written 8 KB at a time, 16 times a second."""
+
+    def __init__(self, raw: io.BufferedIOBase) -> None:
+        self._raw = raw
+
+    def write(self, data: bytes) -> int:  # type: ignore[override]
+        for start in range(0, len(data), 8192):
+            self._raw.write(data[start : start + 8192])
+            self._raw.flush()
+            time.sleep(1 / 16)
+        return len(data)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+@contextlib.contextmanager
+def serve(folder: Path, drip_seconds: int = 60) -> Iterator[str]:
+    """``http://127.0.0.1:PORT`` serving ``folder`` (and :class:`HostileHandler`'s prefixes) from a thread."""
+    handler = type("Handler", (HostileHandler,), {"drip_seconds": drip_seconds, "requests": {}})
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(handler, directory=str(folder)))
+    httpd.handle_error = lambda *_: None  # type: ignore[method-assign]  # clients killed mid-response: expected
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_port}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

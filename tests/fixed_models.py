@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import torch
-from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
+from test_models import tiny_vit_config
+from transformers import ViTForImageClassification, ViTImageProcessor
 
 TRIAGE_LABELS = ["lumpy_skin", "normal_skin", "fmd"]
 LABELS = {i: label for i, label in enumerate([*TRIAGE_LABELS, "not_cattle"])}
@@ -21,17 +22,7 @@ FAKE_CONTACTS = {
 def save_fixed_model(folder: Path, answer: str) -> Path:
     """A 1-layer ViT with the triage labels, a cattle gate and a ``triage`` policy that answers ``answer`` for any
     photo: its readout's weights are zero and its bias favours that label (P ≈ 0.96 of the triage labels)."""
-    config = ViTConfig(
-        image_size=32,
-        patch_size=8,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=37,
-        num_labels=len(LABELS),
-        id2label=LABELS,
-        label2id={v: k for k, v in LABELS.items()},
-    )
+    config = tiny_vit_config(LABELS)
     config.triage = {
         "gate_label": "not_cattle",
         "gate_threshold": 0.5,

@@ -1,102 +1,24 @@
 """Inputs from URLs (fsspec): PDFs served by a loopback HTTP server, fetched ahead, deleted after, disk bounded."""
 
-import functools
-import http.server
-import io
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
-from factories import ARTICLE, ARTICLE_CLI, engraving, free_port, pdf_from_images, text_page
+from factories import ARTICLE, ARTICLE_CLI, engraving, pdf_from_images, serve, text_page
 
 from pipeline import Execution, Options, fetch, find_pdfs, run, source
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.timeout(120)  # a prefetch slot never freed hangs the run: fail, do not wait 10 min
 OPTIONS = Options(**ARTICLE, size=64)
-
-
-class Handler(http.server.SimpleHTTPRequestHandler):
-    """Serves the archive folder, and hostile servers under prefixes: ``/flaky/…`` is found (its first request
-    succeeds: the existence check) but every download after fails with a server error; ``/broken/…`` always
-    fails; ``/loop/…`` redirects to itself; ``/drip/…`` declares 10 MB and sends 1 byte a second; ``/stall/…``
-    sends its headers and then nothing; ``/slow/…`` serves the file at 128 KB/s, ``/late/…`` a PDF after 0.6 s."""
-
-    requests: ClassVar[dict[str, int]] = {}
-
-    def do_GET(self) -> None:
-        seen = self.requests[self.path] = self.requests.get(self.path, 0) + 1
-        prefix = self.path.split("/")[1]
-        if prefix == "flaky":
-            if seen > 1:
-                self.send_error(500, "the storage back-end failed")
-                return
-            self.path = self.path.removeprefix("/flaky")
-        elif prefix == "broken":
-            self.send_error(500)
-            return
-        elif prefix == "loop":
-            self.send_response(302)
-            self.send_header("Location", self.path)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-            return
-        elif prefix in ("drip", "stall"):
-            self._trickle(1 if prefix == "drip" else 0)
-            return
-        elif prefix == "slow":
-            self.path = self.path.removeprefix("/slow")
-            self.wfile = _Throttled(self.wfile)
-        elif prefix == "late":
-            self.path = self.path.removeprefix("/late")
-            if self.path.endswith(".pdf"):
-                time.sleep(0.6)
-        super().do_GET()
-
-    def _trickle(self, rate: int) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "application/pdf")
-        self.send_header("Content-Length", str(10 * 2**20))
-        self.end_headers()
-        try:
-            self.wfile.write(b"%PDF-1.4\n")
-            self.wfile.flush()
-            for _ in range(60):  # the client gives up long before (or the test fails on its timeout)
-                time.sleep(1)
-                self.wfile.write(b"0" * rate)
-                self.wfile.flush()
-        except OSError:  # the client went away: what a bounded download does
-            pass
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-class _Throttled(io.BufferedIOBase):
-    """A response written 8 KB at a time, 16 times a second."""
-
-    def __init__(self, raw: io.BufferedIOBase) -> None:
-        self._raw = raw
-
-    def write(self, data: bytes) -> int:  # type: ignore[override]
-        for start in range(0, len(data), 8192):
-            self._raw.write(data[start : start + 8192])
-            self._raw.flush()
-            time.sleep(1 / 16)
-        return len(data)
-
-    def flush(self) -> None:
-        self._raw.flush()
 
 
 @pytest.fixture(scope="module")
@@ -114,17 +36,9 @@ def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(archive: Path) -> Iterator[str]:
-    """``http://127.0.0.1:PORT`` serving ``archive`` (directory listings included) from a thread."""
-    httpd = http.server.ThreadingHTTPServer(
-        ("127.0.0.1", free_port()), functools.partial(Handler, directory=str(archive))
-    )
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_port}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    """``http://127.0.0.1:PORT`` serving ``archive`` (directory listings included) and the hostile prefixes."""
+    with serve(archive) as url:
+        yield url
 
 
 def _contents(path: Path) -> tuple[bytes, dict[str, bytes]]:

@@ -12,6 +12,7 @@ top) is not a scan and is drawn as before.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import tempfile
@@ -44,6 +45,10 @@ class Scan:
     jpeg: bytes | None = None
     """The scan's file when it is a plain grey or RGB JPEG: OpenCV's libjpeg-turbo decodes it ~1.5× faster than
     MuPDF's libjpeg, into one array (no second copy), and only the luminance when grey is asked of a colour scan."""
+    bilevel: int | None = None
+    """The scan's xref when it is a plain 1-bit grey image (a fax-coded newspaper page): MuPDF decodes its stream
+    to packed bits and :func:`_reduce_bits` averages them down, as MuPDF's own subsampling does, without the
+    full-size 8-bit image (69 MB for a 7200×9600 page) MuPDF would unpack first."""
 
     @property
     def width(self) -> int:
@@ -130,7 +135,7 @@ def find_scan(page: pymupdf.Page) -> Scan | None:
     rect = pymupdf.Rect(ctm.e, ctm.f, ctm.e + ctm.a, ctm.f + ctm.d)
     if not _covers(rect, page.rect):
         return None
-    return Scan(image, rect, gray=image.n() == 1, jpeg=_plain_jpeg(page, image))
+    return Scan(image, rect, gray=image.n() == 1, jpeg=_plain_jpeg(page, image), bilevel=_plain_bilevel(page, image))
 
 
 def _plain_jpeg(page: pymupdf.Page, image: mupdf.FzImage) -> bytes | None:
@@ -147,6 +152,21 @@ def _plain_jpeg(page: pymupdf.Page, image: mupdf.FzImage) -> bytes | None:
     if decoder != "DCTDecode" or not plain:
         return None
     return doc.xref_stream_raw(xref) if (width, height) == (image.w(), image.h()) else None
+
+
+BILEVEL_FILTERS = ("CCITTFaxDecode", "JBIG2Decode", "FlateDecode", "LZWDecode", "RunLengthDecode")
+"""Filters MuPDF's stream decoding undoes, as it does when it decodes the image itself."""
+
+
+def _plain_bilevel(page: pymupdf.Page, image: mupdf.FzImage) -> int | None:
+    """The scan's xref when it is the page's only image, 1-bit DeviceGray without /Decode, a whole number of
+    bytes wide and decoded by a filter in :data:`BILEVEL_FILTERS`: then its decoded stream is its pixels."""
+    images = page.get_images(full=True)
+    if len(images) != 1 or image.use_decode() or image.n() != 1:
+        return None
+    xref, _smask, width, height, bpc, colorspace, _alt, _name, decoder, *_ = images[0]
+    plain = bpc == 1 and colorspace == "DeviceGray" and decoder in BILEVEL_FILTERS and width % 8 == 0
+    return xref if plain and (width, height) == (image.w(), image.h()) else None
 
 
 def _covers(outer: pymupdf.Rect | mupdf.FzRect, page: pymupdf.Rect) -> bool:
@@ -179,7 +199,7 @@ def scan_view(
     width, height = max(1, target.width), max(1, target.height)
     clip = pymupdf.Rect(target) / zoom  # MuPDF's pixmap covers the clip rounded out to whole pixels
     scale_x, scale_y = width / (clip.width / scan.rect.width), height / (clip.height / scan.rect.height)
-    decoded, owner = _decode(scan, max(1.0, scale_x), max(1.0, scale_y), colorspace)
+    decoded, owner = _decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace)
     dh, dw = decoded.shape[:2]
     left = round((clip.x0 - scan.rect.x0) / scan.rect.width * dw)
     top = round((clip.y0 - scan.rect.y0) / scan.rect.height * dh)
@@ -211,7 +231,9 @@ _JPEG_FLAGS = {
 """OpenCV's libjpeg-turbo decoding, reduced in the DCT domain by 1/2, 1/4 or 1/8, straight into one array."""
 
 
-def _decode(scan: Scan, width: float, height: float, colorspace: Literal["gray", "rgb"]) -> tuple[np.ndarray, object]:
+def _decode(
+    doc: pymupdf.Document, scan: Scan, width: float, height: float, colorspace: Literal["gray", "rgb"]
+) -> tuple[np.ndarray, object]:
     """The whole scan decoded at no less than ``width``×``height`` pixels (reduced by a power of two where that
     suffices: JPEGs are decoded reduced, other formats subsampled), as ``HxW`` or ``HxWx3`` uint8, with the
     object that owns the pixels."""
@@ -224,12 +246,58 @@ def _decode(scan: Scan, width: float, height: float, colorspace: Literal["gray",
         if pixels is not None:
             pixels = cv2.cvtColor(pixels, cv2.COLOR_BGR2RGB, dst=pixels) if pixels.ndim == 3 else pixels
             return pixels, pixels
+    factor = _subsampling(scan, width, height) if scan.bilevel is not None else 1
+    if factor in _BIT_COUNTS:
+        packed = doc.xref_stream(scan.bilevel)
+        if len(packed) == scan.width // 8 * scan.height:  # else damaged: MuPDF decodes what is there, and says so
+            pixels = _reduce_bits(packed, scan.width, scan.height, factor)
+            return pixels, pixels
     # Anything else, and a truncated JPEG (MuPDF decodes what is there and says so: the page's warning).
     request = mupdf.FzMatrix(width, 0, 0, height, 0, 0)
     pixmap = _rgb_or_gray(
         mupdf.fz_get_pixmap_from_image(scan.image, mupdf.FzIrect(mupdf.fz_infinite_irect), request)[0]
     )
     return _samples(pixmap), pixmap
+
+
+def _subsampling(scan: Scan, width: float, height: float) -> int:
+    """MuPDF's subsampling factor for an image decoded to at least ``width``×``height``: the largest power of two
+    (at most 2⁶) that leaves both sides at least 2 pixels over the (rounded) request (``fz_get_pixmap_from_image``)."""
+    w, h = min(scan.width, math.floor(width + 0.5)), min(scan.height, math.floor(height + 0.5))
+    factor = 1
+    while scan.width // (2 * factor) >= w + 2 and scan.height // (2 * factor) >= h + 2 and factor < 64:
+        factor *= 2
+    return factor
+
+
+def _bit_counts(factor: int) -> np.ndarray:
+    """For each byte of packed 1-bit pixels, its set bits counted in runs of ``factor``, one count a byte, as
+    one integer per byte (so a lookup of a row of bytes is a row of counts, read back as ``uint8``)."""
+    bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1)
+    counts = np.ascontiguousarray(bits.reshape(256, 8 // factor, factor).sum(2, dtype=np.uint8))
+    return counts.view({2: np.uint32, 4: np.uint16, 8: np.uint8}[factor]).ravel()
+
+
+_BIT_COUNTS = {factor: _bit_counts(factor) for factor in (2, 4, 8)}
+"""1-bit scans are reduced here by 2, 4 or 8 (whole bytes); at full size or by more, MuPDF decodes them."""
+
+
+def _reduce_bits(packed: bytes, width: int, height: int, factor: int, strip: int = 256) -> np.ndarray:
+    """Packed 1-bit rows (1 white) reduced by ``factor`` as MuPDF's ``fz_subsample_pixmap`` does: each output
+    pixel the floor of the mean of its block's 0/255 values (a shorter block on the last row), bit for bit. Worked
+    ``strip`` output rows at a time, so nothing holds the full-size image."""
+    rows = np.frombuffer(packed, np.uint8).reshape(height, width // 8)
+    out = np.empty(((height + factor - 1) // factor, width // factor), np.uint8)
+    grey = ((np.arange(factor * factor + 1) * 255) // (factor * factor)).astype(np.uint8)
+    for top in range(0, height, strip * factor):
+        part = rows[top : top + strip * factor]
+        counts = _BIT_COUNTS[factor][part].view(np.uint8).reshape(len(part), width // factor)
+        blocks, stray = divmod(len(part), factor)
+        whole = counts[: blocks * factor].reshape(blocks, factor, -1).sum(1, dtype=np.uint8)
+        out[top // factor : top // factor + blocks] = grey[whole]
+        if stray:
+            out[-1] = counts[blocks * factor :].sum(0, dtype=np.uint16) * 255 // (stray * factor)
+    return out
 
 
 def _rgb_or_gray(pixmap: mupdf.FzPixmap) -> mupdf.FzPixmap:

@@ -127,3 +127,16 @@ def test_workers_end_with_a_killed_run(tmp_path: Path, archive: Path) -> None:
     for orphan in alive:  # leave nothing behind, even when the test fails
         orphan.kill()
     assert not alive, f"orphans left: {[p.pid for p in alive]}"
+
+
+def _opencv_threads(_: object) -> int:
+    import cv2
+
+    return cv2.getNumThreads()
+
+
+def test_opencv_runs_single_threaded_in_the_workers() -> None:
+    from pipeline.distributor import Distributor
+
+    with Distributor(workers=2) as distributor:
+        assert distributor.map(_opencv_threads, range(4)) == [1, 1, 1, 1]

@@ -1,6 +1,8 @@
 """A page that is one scan is read from the scan; anything MuPDF would draw differently is not a scan."""
 
+import dataclasses
 import io
+import zlib
 from pathlib import Path
 
 import cv2
@@ -156,6 +158,42 @@ def test_one_bit_scans_are_decoded_like_mupdf_draws_them() -> None:
     scan = find_scan(page)
     assert scan is not None and scan.gray and scan.jpeg is None
     assert _mean_difference(scan_view(page, scan, 1.0, "gray"), render(page, 1.0, "gray")) < 4.0
+
+
+def _one_bit_page(bits: np.ndarray, compression: str) -> pymupdf.Page:
+    """A page that is one 1-bit DeviceGray scan of ``bits`` (0/255), CCITT G4 or Flate coded as archives have them."""
+    height, width = bits.shape
+    if compression == "CCITTFaxDecode":
+        buffer = io.BytesIO()
+        Image.fromarray(bits).convert("1").save(buffer, format="TIFF", compression="group4")
+        tiff = Image.open(buffer)
+        start, length = tiff.tag_v2[273][0], tiff.tag_v2[279][0]
+        data, parms = buffer.getvalue()[start : start + length], f"<< /K -1 /Columns {width} /Rows {height} >>"
+    else:
+        data, parms = zlib.compress(np.packbits(bits > 0, axis=1).tobytes()), None
+    doc = pymupdf.open()
+    page = doc.new_page(width=288, height=288 * height / width)
+    page.insert_image(page.rect, stream=_jpeg(bits))
+    xref = page.get_images()[0][0]
+    image = f"<< /Type /XObject /Subtype /Image /Width {width} /Height {height} /BitsPerComponent 1 >>"
+    doc.update_object(xref, image)
+    doc.update_stream(xref, data, compress=False)
+    doc.xref_set_key(xref, "ColorSpace", "/DeviceGray")
+    doc.xref_set_key(xref, "Filter", f"/{compression}")
+    if parms:
+        doc.xref_set_key(xref, "DecodeParms", parms)
+    return doc[0]
+
+
+@pytest.mark.parametrize("compression", ["CCITTFaxDecode", "FlateDecode"])
+@pytest.mark.parametrize("zoom", [2.0, 1.0, 0.5, 0.2])  # MuPDF subsamples by 2, 4, 8; by 16 it decodes it itself
+def test_one_bit_scans_reduced_from_their_bits_are_mupdfs_own_pixels(compression: str, zoom: float) -> None:
+    page = _one_bit_page((text_page(1200, 1603, seed=3) > 128).astype(np.uint8) * 255, compression)  # 1603: a
+    scan = find_scan(page)  # shorter last block
+    assert scan is not None and scan.bilevel is not None
+    decoded_by_mupdf = scan_view(page, dataclasses.replace(scan, bilevel=None), zoom, "gray")
+    pymupdf.TOOLS.store_shrink(100)  # else MuPDF would reuse its decoded image
+    assert np.array_equal(scan_view(page, scan, zoom, "gray"), decoded_by_mupdf)
 
 
 def test_a_truncated_jpeg_scan_is_decoded_as_far_as_mupdf_can() -> None:

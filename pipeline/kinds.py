@@ -83,13 +83,54 @@ def _smooth_tone(gray: np.ndarray) -> float:
     """Share of pixels that are mid-tones (a fifth to four fifths between the image's ink and paper) in a
     smooth neighbourhood (3x3 standard deviation under a tenth of that range): line work's mid-tones lie on
     its edges, a photograph's in its areas."""
-    lo, hi = np.percentile(gray[:: max(1, gray.shape[0] // 512), :: max(1, gray.shape[1] // 512)], [1, 99])
+    lo, hi = _percentiles(gray[:: max(1, gray.shape[0] // 512), :: max(1, gray.shape[1] // 512)], (1, 99))
     if hi - lo < 16:
         return 0.0  # a flat image: no tone to speak of
-    tone = (gray.astype(np.float32) - float(lo)) / float(hi - lo)
+    if gray.dtype == np.uint8:  # each grey level's tone and whether it is a mid-tone, looked up: the same values
+        levels = (np.arange(256, dtype=np.uint8).astype(np.float32) - lo) / (hi - lo)
+        tone = cv2.LUT(gray, levels)
+        mid = cv2.LUT(gray, ((levels > 0.2) & (levels < 0.8)).view(np.uint8)).view(bool)
+    else:
+        tone = (gray.astype(np.float32) - lo) / (hi - lo)
+        mid = (tone > 0.2) & (tone < 0.8)
+    # in place, three image-sized float arrays at most (four more were made here: 16 MB at 1 MP)
     mean = cv2.blur(tone, (3, 3))
-    std = np.sqrt(np.maximum(cv2.blur(tone * tone, (3, 3)) - mean * mean, 0.0))
-    return float(np.count_nonzero((tone > 0.2) & (tone < 0.8) & (std < 0.1)) / tone.size)
+    variance = cv2.blur(np.multiply(tone, tone, out=tone), (3, 3), dst=tone)
+    variance -= np.multiply(mean, mean, out=mean)
+    return float(np.count_nonzero(mid & (variance < _SMOOTH_VARIANCE)) / variance.size)
+
+
+def _variance_under(std: float) -> np.float32:
+    """The least float32 variance whose square root (as float32, rounded as NumPy rounds it) is not under
+    ``std``: ``variance < it`` is exactly ``sqrt(max(variance, 0)) < std``, without the square roots."""
+    guess = np.array([std * std], dtype=np.float32).view(np.int32)[0]
+    bits = np.arange(guess - 64, guess + 64, dtype=np.int32).view(np.float32)
+    under = np.sqrt(bits) < std
+    assert under[0] and not under[-1] and not np.any(np.diff(under.view(np.int8)) > 0)
+    return bits[np.argmin(under)]
+
+
+_SMOOTH_VARIANCE = _variance_under(0.1)
+
+
+def _percentiles(sample: np.ndarray, quantiles: tuple[float, float]) -> tuple[float, float]:
+    """``np.percentile(sample, quantiles)``; of a uint8 sample read from its histogram where the sorted values
+    around each percentile are equal (then NumPy's interpolation between them is that value), which is ~10
+    times faster than NumPy's partition."""
+    if sample.dtype == np.uint8:
+        ends = np.cumsum(np.bincount(sample.ravel(), minlength=256))
+        n = int(ends[-1])
+        values = []
+        for quantile in quantiles:
+            index = int((n - 1) * quantile / 100)
+            below, above = np.searchsorted(ends, [max(0, index - 1), min(n - 1, index + 2)], side="right")
+            if below != above:
+                break
+            values.append(float(below))
+        else:
+            return values[0], values[1]
+    lo, hi = np.percentile(sample, quantiles)
+    return float(lo), float(hi)
 
 
 def _screened(gray: np.ndarray) -> bool:

@@ -9,7 +9,7 @@ around a picture, :mod:`pipeline.ocr` reads them from the pixels and cleans them
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from pipeline.judges import Box
@@ -44,7 +44,12 @@ def layer_words_near(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> str | Non
             found.setdefault((block, line, number), text)
     if not found:
         return None
-    return clean_words([found[key] for key in sorted(found)], _line_ends(found))
+    keys = sorted(found)
+    # the words are cleaned in reading order only until the caption is full: a newspaper page's text layer
+    # holds ~10,000 words, of which a caption keeps the first 40
+    return _cleaned(
+        (found[key], index + 1 == len(keys) or keys[index + 1][:2] != key[:2]) for index, key in enumerate(keys)
+    )
 
 
 def _area(rect: pymupdf.Rect, box: Box, margin: float) -> pymupdf.Rect:
@@ -59,30 +64,34 @@ def _area(rect: pymupdf.Rect, box: Box, margin: float) -> pymupdf.Rect:
     )
 
 
-def _line_ends(found: dict[tuple[int, int, int], str]) -> set[int]:
-    """Positions (in reading order) of the last word of each line, where a hyphen may split a word."""
-    keys = sorted(found)
-    return {i for i, key in enumerate(keys) if i + 1 == len(keys) or keys[i + 1][:2] != key[:2]}
-
-
 def clean_words(words: Sequence[str], line_ends: set[int] = frozenset()) -> str:
     """``words`` as one caption phrase: ``engrav-`` + ``ing`` at a line end joined, tokens that are mostly not
     letters (OCR noise, page numbers, rules of dots) dropped, punctuation removed, lower case, capped."""
-    joined: list[str] = []
+    return _cleaned((word, index in line_ends) for index, word in enumerate(words))
+
+
+def _cleaned(words: Iterable[tuple[str, bool]]) -> str:
+    """:func:`clean_words` of ``(word, whether it ends its line)`` in reading order, read only until
+    :data:`MAX_WORDS` are kept (the rest could only be cut off)."""
+    kept: list[str] = []
     carry = ""
-    for index, word in enumerate(words):
+    for word, line_end in words:
         word = carry + word
         carry = ""
-        if index in line_ends and word.endswith(("-", "¬")) and len(word) > 2:
+        if line_end and word.endswith(("-", "¬")) and len(word) > 2:
             carry = word[:-1]
             continue
-        joined.append(word)
+        _keep(word, kept)
+        if len(kept) >= MAX_WORDS:
+            return " ".join(kept[:MAX_WORDS])
     if carry:
-        joined.append(carry)
-    kept = []
-    for word in joined:
-        for token in _TOKEN.findall(word):
-            letters = sum(ch.isalpha() for ch in token)
-            if letters >= 2 and letters >= 0.7 * len(token):
-                kept.append(token.lower())
+        _keep(carry, kept)
     return " ".join(kept[:MAX_WORDS])
+
+
+def _keep(word: str, kept: list[str]) -> None:
+    """Append ``word``'s tokens that are mostly letters to ``kept``, in lower case."""
+    for token in _TOKEN.findall(word):
+        letters = sum(ch.isalpha() for ch in token)
+        if letters >= 2 and letters >= 0.7 * len(token):
+            kept.append(token.lower())

@@ -96,8 +96,9 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         if verdict.keep:
             boxes = verdict.boxes if _crops(options.crop, verdict.boxes) else ()
             scale = view_zoom / judge.zoom  # the page's real size over its declared one
+            held, view = [view], None  # _outputs lets go of the view once the last picture is fitted
             result.images, result.dropped = _outputs(
-                page, scan, view, (view_zoom, scale), gray, boxes, options, task, record, notes
+                page, scan, held, (view_zoom, scale), gray, boxes, options, task, record, notes
             )
         record.warning = _page_warnings(doc, notes)
         return result
@@ -157,7 +158,7 @@ def judge_view(
 def _outputs(
     page: pymupdf.Page,
     scan: Scan | None,
-    view: np.ndarray,
+    held: list[np.ndarray],
     zooms: tuple[float, float],
     gray: bool,
     boxes: Sequence[Box],
@@ -167,9 +168,12 @@ def _outputs(
     notes: list[str],
 ) -> tuple[list[PageImage], list[DroppedImage]]:
     """Render each kept region (or the page) no larger than the fit needs, and never past the scan's pixels;
-    the regions too small to write are returned apart, with why and (maybe) a thumbnail from ``view``.
-    ``zooms``: the view's zoom and the page's real size over its declared one; ``notes`` gets what went wrong
-    reading a picture's words (for the page's warning)."""
+    the regions too small to write are returned apart, with why and (maybe) a thumbnail from the view.
+    ``held``: the judge's view, alone in a list that is emptied once the last picture is fitted, so that the
+    view (17-33 MB for a newspaper page) is freed before the kind, keypoints and hashes are computed (the
+    caller holds no other reference). ``zooms``: the view's zoom and the page's real size over its declared
+    one; ``notes`` gets what went wrong reading a picture's words (for the page's warning)."""
+    view = held[0]
     spec, native = _fit_spec(options), native_zoom(page)
     view_zoom, scale = zooms
     images, dropped = [], []
@@ -194,6 +198,10 @@ def _outputs(
             record.too_small.append(name)
             dropped.append(_dropped(name, region, box, (image.shape[1], image.shape[0]), spec, view, task))
             continue
+        del image
+        if number == len(regions):  # nothing below needs the page's view
+            view = None
+            held.clear()
         picture = fitted.image.convert("RGB")
         data = encode_jpeg(picture, options.quality)
         words = _words(page, (box,) if box is not None else record.boxes, scan, scale, options, notes)

@@ -18,7 +18,7 @@ from pipeline.captions import (
     trigger_note,
 )
 from pipeline.fit import Fit, encode_jpeg, fit
-from pipeline.kinds import picture_kind
+from pipeline.kinds import _percentiles, _smooth_tone, picture_kind
 
 
 def test_template_fills_every_placeholder() -> None:
@@ -104,6 +104,37 @@ def test_a_pixel_grid_is_no_screen() -> None:
     small = _photo(225, 175, seed=1)
     upscaled = cv2.resize(small, (900, 700), interpolation=cv2.INTER_LANCZOS4)
     assert picture_kind(upscaled) == "monochrome continuous tone"
+
+
+def _plain_smooth_tone(gray: np.ndarray) -> float:
+    """The smooth-tone share written as plainly as it is defined: per-pixel tone, 3x3 mean and standard deviation."""
+    lo, hi = np.percentile(gray[:: max(1, gray.shape[0] // 512), :: max(1, gray.shape[1] // 512)], [1, 99])
+    if hi - lo < 16:
+        return 0.0
+    tone = (gray.astype(np.float32) - float(lo)) / float(hi - lo)
+    mean = cv2.blur(tone, (3, 3))
+    std = np.sqrt(np.maximum(cv2.blur(tone * tone, (3, 3)) - mean * mean, 0.0))
+    return float(np.count_nonzero((tone > 0.2) & (tone < 0.8) & (std < 0.1)) / tone.size)
+
+
+def test_smooth_tone_looked_up_per_grey_level_is_exactly_the_plain_per_pixel_measure() -> None:
+    """The kind's smooth-tone share reads each grey level's tone from a table, its 1st and 99th percentiles from
+    a histogram and compares variances, not square roots: the same share, to the last bit, on photographs,
+    line art, noise, gradients and nearly flat images (where the percentiles fall between two levels)."""
+    rng = np.random.default_rng(3)
+    images = [_photo(900, 700), _photo(333, 517, seed=2), engraving(480, 400), woodcut(900, 700)]
+    images += [(rng.random((300, 401)) * 255).astype(np.uint8), np.tile(np.arange(256, dtype=np.uint8), (40, 3))]
+    images += [np.clip(_photo(300, 200, seed=s) // 16 + 100, 0, 255).astype(np.uint8) for s in range(3)]
+    images += [np.where(rng.random((200, 300)) < 0.015, 0, 200).astype(np.uint8)]  # 1 % between two levels
+    for gray in images:
+        gray = np.asarray(gray.convert("L")) if isinstance(gray, Image.Image) else gray
+        assert _smooth_tone(gray) == _plain_smooth_tone(gray)
+        assert _smooth_tone(gray.astype(np.float32)) == _plain_smooth_tone(gray.astype(np.float32))
+        sample = gray[::2, ::3]
+        assert _percentiles(sample, (1, 99)) == tuple(float(v) for v in np.percentile(sample, [1, 99]))
+    between = np.array([[0, 0, *[200] * 149]], dtype=np.uint8)  # the 1st percentile is halfway from 0 to 200
+    assert _percentiles(between, (1, 99)) == (100.0, 200.0)
+    assert sum(_plain_smooth_tone(np.asarray(gray)) > 0.1 for gray in images[:2]) == 2, "photographs measured"
 
 
 @pytest.mark.parametrize("bad", ["{sourse} page {page}", "{} page", "{0}", "{source.upper}", "{page[0]}"])

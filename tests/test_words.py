@@ -16,6 +16,16 @@ def test_clean_words_joins_hyphens_drops_noise_and_caps_the_length() -> None:
     assert len(clean_words(["word"] * 100).split()) == MAX_WORDS
 
 
+def test_clean_words_reads_no_further_than_a_full_caption() -> None:
+    """A newspaper page's text layer holds ~10,000 words; cleaning stops once the caption has MAX_WORDS, so a
+    word after those is never read (here one that would fail if it were), and a shorter text is read to its end."""
+    unread = object()  # joined to a string, it would raise TypeError
+    words = ["the", "12", "capi-", "tol", *["word"] * MAX_WORDS, unread, "never"]
+    cleaned = clean_words(words, line_ends={2})
+    assert cleaned.split()[:2] == ["the", "capitol"] and len(cleaned.split()) == MAX_WORDS
+    assert clean_words(["a", "little", "hyph-"], line_ends={2}) == "little hyph"
+
+
 def _plate_with_legend(path: Path) -> Path:
     """A page with an engraving in its upper half, its legend under it, and a footer far below."""
     pdf_from_images(path, [mixed_page(800, 1100, seed=1)])

@@ -147,5 +147,11 @@ def table(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> str:
     ]
     for photo_name, photo, row in zip(names, case.photos, rows, strict=True):
         cells = " | ".join(f"{row[c]:.0%}" if c in row else "—" for c in columns)
-        lines.append(f"| {photo_name} | {name(photo.verdict, lang)} | {cells} |")
+        lines.append(f"| {shown_name(photo_name)} | {name(photo.verdict, lang)} | {cells} |")
     return "\n".join(lines)
+
+
+def shown_name(photo_name: str, limit: int = 16) -> str:
+    """A photo's file name short enough for the table's first column on a phone: a camera's long names
+    (``IMG_20261203_141502.jpg``) otherwise wrap letter by letter; the end, with the extension, is kept."""
+    return photo_name if len(photo_name) <= limit else f"{photo_name[: limit - 9]}…{photo_name[-8:]}"

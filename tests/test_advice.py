@@ -45,3 +45,9 @@ def test_refused_pictures_say_why() -> None:
     assert advice.headline(case) == "Photo cannot be used: it is 1×1 pixels"
     assert "notifiable" not in advice.advice(case)
     assert advice.headline(_case(triage.NOT_CATTLE, 0.9, 0.1, 0.0)) == "Not a cattle photo — no triage"
+
+
+def test_long_photo_names_are_shortened_in_the_table_keeping_their_end() -> None:
+    assert advice.shown_name("cow.jpg") == "cow.jpg"
+    shown = advice.shown_name("IMG_20261203_141502.jpg")
+    assert len(shown) == 16 and shown.startswith("IMG_202") and shown.endswith("1502.jpg") and "…" in shown

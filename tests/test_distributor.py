@@ -140,3 +140,29 @@ def test_opencv_runs_single_threaded_in_the_workers() -> None:
 
     with Distributor(workers=2) as distributor:
         assert distributor.map(_opencv_threads, range(4)) == [1, 1, 1, 1]
+
+
+def _large_block_returned(_: object) -> tuple[bool, str | None]:
+    """Whether a freed 6 MB array leaves the worker's RSS, even after one was freed before (glibc's dynamic
+    threshold would then serve it from the heap and keep it); and what the worker passes on to its programs."""
+    import numpy as np
+
+    def rss() -> int:
+        return psutil.Process().memory_info().rss
+
+    block = np.ones(6 << 20, np.uint8)
+    del block
+    block = np.ones(6 << 20, np.uint8)
+    before = rss()
+    del block
+    return before - rss() > 5 << 20, os.environ.get("GLIBC_TUNABLES")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's tunables")
+def test_workers_hand_large_blocks_back_when_freed() -> None:
+    from pipeline.distributor import Distributor
+
+    before = os.environ.get("GLIBC_TUNABLES")
+    with Distributor(workers=2) as distributor:
+        assert distributor.map(_large_block_returned, range(2)) == [(True, before), (True, before)]
+    assert os.environ.get("GLIBC_TUNABLES") == before, "the run's own environment is left as it was"

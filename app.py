@@ -162,15 +162,11 @@ def _view(state: dict[str, Any], lang: str, region: str | None) -> tuple[str, di
     photos = [models.PhotoVerdict(**{k: v for k, v in p.items() if k != "file"}) for p in data["photos"]]
     case = models.CaseVerdict(data["verdict"], data["probabilities"], photos)
     names = [p["file"] for p in data["photos"]]
-    folder = _REPORTS / "cases"
-    for old in folder.glob("*") if folder.exists() else []:  # Gradio keeps its own copy of each served report
-        if time.time() - old.stat().st_mtime > WORK_MAX_AGE_S:
-            shutil.rmtree(old, ignore_errors=True)
     pdf = case_pdf.build(
         case,
         names,
         state["paths"],
-        folder,
+        _swept(_REPORTS),  # Gradio keeps its own copy of each served report
         lang=lang,
         model=state["version"],
         when=datetime.fromisoformat(state["when"]),
@@ -387,9 +383,9 @@ def _review_rows(review: Review | None, rows: list[list[object]] | None) -> Revi
 
 def _review_page(review: Review, number: int) -> tuple[object, ...]:
     """Page ``number`` for the page: where the review stands, the thumbnails, the table rows, the page menu."""
-    rows = review.rows(number)
-    pictures = _reviewing(thumbnails, review.dataset, [item.name for item in review.page(number)])
-    shown = zip(pictures, review.page(number), rows, strict=True)
+    rows, items = review.rows(number), review.page(number)
+    pictures = _reviewing(thumbnails, review.dataset, [item.name for item in items])
+    shown = zip(pictures, items, rows, strict=True)
     gallery = [(picture, f"#{row[0]}{'' if row[1] else ' (left out)'} {item.name}") for picture, item, row in shown]
     return review.describe(number), gallery, rows, gr.Dropdown(choices=review.choices(), value=review.clamp(number))
 
@@ -439,14 +435,19 @@ def _pdf_error(message: str) -> gr.Error:
 
 
 def _work_dir() -> Path:
-    """A fresh folder for one request's zip; folders older than ``WORK_MAX_AGE_S`` are removed first."""
-    now = time.time()
-    for old in _WORK_ROOT.iterdir():
-        if now - old.stat().st_mtime > WORK_MAX_AGE_S:
-            shutil.rmtree(old, ignore_errors=True)
-    path = _WORK_ROOT / uuid.uuid4().hex
+    """A fresh folder for one request's zip (older requests' folders swept first)."""
+    path = _swept(_WORK_ROOT) / uuid.uuid4().hex
     path.mkdir()
     return path
+
+
+def _swept(root: Path) -> Path:
+    """``root`` without its folders older than ``WORK_MAX_AGE_S`` (one request's files each)."""
+    now = time.time()
+    for old in root.iterdir():
+        if now - old.stat().st_mtime > WORK_MAX_AGE_S:
+            shutil.rmtree(old, ignore_errors=True)
+    return root
 
 
 # ---------------------------------------------------------------- request shapes

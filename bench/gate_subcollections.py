@@ -65,7 +65,10 @@ def main() -> None:
         where = {(d / row["file"]).resolve(): row["source_path"] for row in csv.DictReader(f)}
     config = train.TrainConfig(source_power=args.source_power)
     policy = Policy.from_dict(data.labels, json.loads(Path(args.model, "config.json").read_text())["triage"])
-    feats = torch.load(args.feature_cache)["feats"]
+    cached = torch.load(args.feature_cache)
+    if cached["key"][0] != [str(p) for p in data.paths]:
+        sys.exit(f"{args.feature_cache}: cached for other photos (or another order): train with the same folders")
+    feats = cached["feats"]
     base = build_lite0(dict(enumerate(data.labels)), readout=True, image_size=config.image_size)
     last = len(base.efficientnet.encoder.blocks) - 1
     x = torch.cat([train.pool_views(base, feats, last), feats.float().mean(dim=(3, 4))], dim=-1)

@@ -23,19 +23,16 @@ NOT_RULED_OUT = 0.25
 looking zebu at 46 % lumpy skin must not read as a plain "retake the photos"."""
 
 VERDICTS = ("lumpy_skin", "fmd", "normal_skin", NOT_CATTLE, INCONCLUSIVE, UNUSABLE)
-NAMES = {label: text(f"name.{label}") for label in VERDICTS}
-"""English words for labels and verdicts; an unknown label (another model's) is shown as itself."""
 NOTIFIABLE_ADVICE = {label: text(f"advice.{label}") for label in NOTIFIABLE}
-HEALTHY_ADVICE = text("advice.healthy")
 RETAKE_ADVICE = text("advice.retake")
 PHOTO_GUIDE = text("guide.body")
-SHORT_NAMES = {label: text(f"short.{label}") for label in ("lumpy_skin", "fmd", "normal_skin")}
-"""Column and chart names for the numbers: short enough for a table on a phone."""
+SHORT_NAMED = ("lumpy_skin", "fmd", "normal_skin", "cattle")
+"""Labels with short words (``short.*``) for the numbers' columns and chart: short enough for a table on a phone."""
 
 
 def short_name(label: str, lang: str = ENGLISH) -> str:
     """The short words for a label's probability (``cattle``: the photo shows cattle)."""
-    return text(f"short.{label}", lang) if label in (*SHORT_NAMES, "cattle") else label.replace("_", " ")
+    return text(f"short.{label}", lang) if label in SHORT_NAMED else label.replace("_", " ")
 
 
 def percent(p: float, lang: str = ENGLISH) -> str:
@@ -47,7 +44,7 @@ def percent(p: float, lang: str = ENGLISH) -> str:
 
 def name(label: str, lang: str = ENGLISH) -> str:
     """The words for a label or verdict."""
-    return text(f"name.{label}", lang) if label in NAMES else label.replace("_", " ")
+    return text(f"name.{label}", lang) if label in VERDICTS else label.replace("_", " ")
 
 
 def headline(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
@@ -137,18 +134,23 @@ def numbers(photo: PhotoVerdict, lang: str = ENGLISH) -> dict[str, float]:
     return out
 
 
-def table(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> str:
-    """The per-photo table (Markdown): each photo's name, answer and numbers; ``—`` where a photo has none."""
-    rows = [numbers(p, lang) for p in case.photos]
-    columns = list(dict.fromkeys(k for n in rows for k in n))
-    lines = [
-        f"| {text('table.photo', lang)} | {text('table.answer', lang)} | {' | '.join(columns)} |",
-        f"|---|---|{'---|' * len(columns)}",
+def table_rows(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> tuple[list[str], list[list[str]]]:
+    """The per-photo table's header and rows (each photo's name, answer and numbers; ``—`` where a photo has
+    none): the page's Markdown table and the case report's HTML one."""
+    shown = [numbers(p, lang) for p in case.photos]
+    columns = list(dict.fromkeys(k for n in shown for k in n))
+    rows = [
+        [photo_name, name(photo.verdict, lang), *(f"{row[c]:.0%}" if c in row else "—" for c in columns)]
+        for photo_name, photo, row in zip(names, case.photos, shown, strict=True)
     ]
-    for photo_name, photo, row in zip(names, case.photos, rows, strict=True):
-        cells = " | ".join(f"{row[c]:.0%}" if c in row else "—" for c in columns)
-        lines.append(f"| {shown_name(photo_name)} | {name(photo.verdict, lang)} | {cells} |")
-    return "\n".join(lines)
+    return [text("table.photo", lang), text("table.answer", lang), *columns], rows
+
+
+def table(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> str:
+    """The per-photo table (Markdown), photo names shortened for a phone (:func:`shown_name`)."""
+    header, rows = table_rows(case, [shown_name(n) for n in names], lang)
+    lines = [f"| {' | '.join(header)} |", f"|---|---|{'---|' * (len(header) - 2)}"]
+    return "\n".join([*lines, *(f"| {' | '.join(row)} |" for row in rows)])
 
 
 def shown_name(photo_name: str, limit: int = 16) -> str:

@@ -71,7 +71,8 @@ class Captioner:
         :attr:`max_new_tokens` tokens, white space collapsed."""
         texts: list[str] = []
         for start in range(0, len(images), self.batch_size):
-            texts += self._generate([image.convert("RGB") for image in images[start : start + self.batch_size]])
+            batch = images[start : start + self.batch_size]
+            texts += self._generate([i if i.mode == "RGB" else i.convert("RGB") for i in batch])
         return texts
 
     def __call__(self, jpegs: Sequence[bytes]) -> list[str]:

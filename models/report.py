@@ -123,14 +123,9 @@ def build(
     rows = ["".join(cells[i : i + 4]) for i in range(0, len(cells), 4)]
     pictures = f'<table class="photos">{"".join(f"<tr>{r}</tr>" for r in rows)}</table>' if rows else ""
 
-    columns = list(dict.fromkeys(k for photo in case.photos for k in advice.numbers(photo, lang)))
-    header = [text("table.photo", lang), text("table.answer", lang), *columns]
+    header, table = advice.table_rows(case, names, lang)
     lines = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
-    for photo_name, photo in zip(names, case.photos, strict=True):
-        shown = advice.numbers(photo, lang)
-        values = [f"{shown[c]:.0%}" if c in shown else "—" for c in columns]
-        cells_ = [photo_name, advice.name(photo.verdict, lang), *values]
-        lines.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells_) + "</tr>")
+    lines += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table]
 
     headline = advice.headline(case, lang)
     sure = advice.sureness(case, lang)

@@ -65,6 +65,11 @@ class PageRecord:
         }
 
 
+def split_cell(cell: str | None) -> list[str]:
+    """A list cell of a manifest row (joined by ``;`` in :meth:`PageRecord.row`) as its items, none when empty."""
+    return [item for item in (cell or "").split(";") if item]
+
+
 def csv_text(text: str) -> str:
     """``text`` made encodable (:func:`safe_text`) and, when it starts like a formula (``=``, ``+``, ``-``,
     ``@``, tab, carriage return), prefixed with ``'``, as OWASP recommends against CSV injection: a PDF

@@ -165,8 +165,9 @@ def read_words(
             read, ends = _tesseract(part, lang)
             line_ends.update(len(words) + i for i in ends)
             words.extend(read)
-            if len(clean_words(words, line_ends).split()) >= pipeline.words.MAX_WORDS:  # read when it is read
-                break  # a caption holds no more: the rest of the page would be read for nothing
+            cleaned = clean_words(words, line_ends)
+            if len(cleaned.split()) >= pipeline.words.MAX_WORDS:  # a caption holds no more: the rest of the page
+                return cleaned  # (later strips, later bands) would be read for nothing
     return clean_words(words, line_ends)
 
 

@@ -309,7 +309,7 @@ def _commit(
         if image.undersized:
             record.undersized.append(image.name)
     source = Path(record.source).stem
-    described = _described(captioner, images, record) if "caption" in captions.fields else [""] * len(images)
+    described = _described(captioner, images, record)  # no captioner without {caption} (Options checks)
     texts = [
         captions.caption(source, record.page, image.region, image.words, image.kind, text)
         for image, text in zip(images, described, strict=True)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image
 
+from pipeline.manifest import split_cell
+
 REPORT = "report.html"
 
 
@@ -61,13 +63,13 @@ class Counts:
 
     def add(self, row: Mapping[str, str]) -> None:
         """Count one manifest row (``kept`` is ``true``/``false``; lists are ``;``-separated)."""
-        dups, small = _items(row.get("duplicates")), _items(row.get("too_small"))
+        dups, small = split_cell(row.get("duplicates")), split_cell(row.get("too_small"))
         page = bool(row.get("page"))
         self.pages += page
         self.errors += bool(row.get("error"))
         self.warnings += bool(row.get("warning"))
         self.kept += row.get("kept") == "true"
-        self.images += len(_items(row.get("outputs")))
+        self.images += len(split_cell(row.get("outputs")))
         self.duplicates += len(dups)
         self.too_small += len(small)
         self.text += page and row.get("kept") != "true" and not row.get("error") and not dups and not small
@@ -331,7 +333,3 @@ def _not_written_section(total: int, not_written: NotWritten | None) -> str:
     return (
         f"<h2>Kept pictures not written</h2><p class='not-written'>{text}</p><div class='not-written'>{figures}</div>"
     )
-
-
-def _items(cell: str | None) -> list[str]:
-    return [item for item in (cell or "").split(";") if item]

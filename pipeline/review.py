@@ -37,7 +37,8 @@ from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import IO, TYPE_CHECKING
 
 from pipeline.captions import DATASET_CONFIG, METADATA, CaptionTemplate, caption_name, dataset_config_toml
-from pipeline.writer import MANIFEST, _entry
+from pipeline.manifest import split_cell
+from pipeline.writer import MANIFEST, zip_entry
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -260,7 +261,7 @@ def write_review(
                         "below to that folder, absolute)"
                     )
                     toml = dataset_config_toml(kohya_dir, size, extract=extract)
-                    out.writestr(_entry(DATASET_CONFIG, zipfile.ZIP_DEFLATED), toml)
+                    out.writestr(zip_entry(DATASET_CONFIG, zipfile.ZIP_DEFLATED), toml)
             os.replace(partial, target)
         finally:
             partial.unlink(missing_ok=True)
@@ -286,7 +287,7 @@ def _copy(
     name = info.filename
     if name in gone or name == DATASET_CONFIG:
         return
-    entry = _entry(name, info.compress_type)
+    entry = zip_entry(name, info.compress_type)
     if name in texts:  # an edited image's kohya caption
         out.writestr(entry, texts[name])
         return
@@ -322,15 +323,15 @@ def _manifest(reader: IO[bytes], writer: IO[bytes], edited: Mapping[str, str], d
     table = csv.DictWriter(text, fieldnames=columns, lineterminator="\n")
     table.writeheader()
     for row in rows:
-        outputs = _split(row.get("outputs"))
+        outputs = split_cell(row.get("outputs"))
         keep = [i for i, name in enumerate(outputs) if name not in drop]
         for column in ("outputs", "sizes", "fingerprints"):
-            values = _split(row.get(column))
+            values = split_cell(row.get(column))
             if len(values) == len(outputs):  # one per output: they go with their image
                 row[column] = ";".join(values[i] for i in keep)
-        row["undersized"] = ";".join(n for n in _split(row.get("undersized")) if n not in drop)
-        row["review_dropped"] = ";".join(_split(row.get("review_dropped")) + [n for n in outputs if n in drop])
-        earlier = _split(row.get("review_edited"))
+        row["undersized"] = ";".join(n for n in split_cell(row.get("undersized")) if n not in drop)
+        row["review_dropped"] = ";".join(split_cell(row.get("review_dropped")) + [n for n in outputs if n in drop])
+        earlier = split_cell(row.get("review_edited"))
         now = [n for n in outputs if n in edited and n not in earlier]
         row["review_edited"] = ";".join([n for n in earlier if n not in drop] + now)
         table.writerow({column: row.get(column) or "" for column in columns})
@@ -373,10 +374,6 @@ def _number(value: object) -> int | None:
         return int(float(str(value)))
     except ValueError:
         return None
-
-
-def _split(value: str | None) -> list[str]:
-    return [part for part in (value or "").split(";") if part]
 
 
 def _ticked(value: object) -> bool:

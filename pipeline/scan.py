@@ -135,38 +135,48 @@ def find_scan(page: pymupdf.Page) -> Scan | None:
     rect = pymupdf.Rect(ctm.e, ctm.f, ctm.e + ctm.a, ctm.f + ctm.d)
     if not _covers(rect, page.rect):
         return None
-    return Scan(image, rect, gray=image.n() == 1, jpeg=_plain_jpeg(page, image), bilevel=_plain_bilevel(page, image))
+    listed = _only_image(page, image)
+    return Scan(
+        image, rect, gray=image.n() == 1, jpeg=_plain_jpeg(page, image, listed), bilevel=_plain_bilevel(image, listed)
+    )
 
 
-def _plain_jpeg(page: pymupdf.Page, image: mupdf.FzImage) -> bytes | None:
-    """The scan's JPEG data when it is the page's only image, grey or RGB, with no /Decode or /DecodeParms
-    (which could change how its samples read): then any JPEG decoder sees what MuPDF sees. An ICC profile is
-    not applied, as in MuPDF's own decoding of a grey or RGB image (:func:`_rgb_or_gray`)."""
+def _only_image(page: pymupdf.Page, image: mupdf.FzImage) -> tuple | None:
+    """The page's image list entry (``get_images(full=True)``) of ``image`` when it is the page's only image, has
+    no /Decode and its listed size is the decoded one: only then can its stream stand for its pixels."""
     images = page.get_images(full=True)
-    grey_or_rgb = mupdf.fz_colorspace_is_gray(image.colorspace()) or mupdf.fz_colorspace_is_rgb(image.colorspace())
-    if len(images) != 1 or image.use_decode() or not grey_or_rgb:
+    if len(images) != 1 or image.use_decode():
         return None
-    xref, _smask, width, height, _bpc, _colorspace, _alt, _name, decoder, *_ = images[0]
+    _xref, _smask, width, height, *_ = images[0]
+    return images[0] if (width, height) == (image.w(), image.h()) else None
+
+
+def _plain_jpeg(page: pymupdf.Page, image: mupdf.FzImage, listed: tuple | None) -> bytes | None:
+    """The scan's JPEG data when it is the page's only image (``listed``, :func:`_only_image`), grey or RGB, with
+    no /DecodeParms (which could change how its samples read): then any JPEG decoder sees what MuPDF sees. An ICC
+    profile is not applied, as in MuPDF's own decoding of a grey or RGB image (:func:`_rgb_or_gray`)."""
+    grey_or_rgb = mupdf.fz_colorspace_is_gray(image.colorspace()) or mupdf.fz_colorspace_is_rgb(image.colorspace())
+    if listed is None or not grey_or_rgb:
+        return None
+    xref, *_, decoder = listed[:9]
     doc = page.parent
     plain = doc.xref_get_key(xref, "DecodeParms")[0] == "null" and doc.xref_get_key(xref, "Decode")[0] == "null"
-    if decoder != "DCTDecode" or not plain:
-        return None
-    return doc.xref_stream_raw(xref) if (width, height) == (image.w(), image.h()) else None
+    return doc.xref_stream_raw(xref) if decoder == "DCTDecode" and plain else None
 
 
 BILEVEL_FILTERS = ("CCITTFaxDecode", "JBIG2Decode", "FlateDecode", "LZWDecode", "RunLengthDecode")
 """Filters MuPDF's stream decoding undoes, as it does when it decodes the image itself."""
 
 
-def _plain_bilevel(page: pymupdf.Page, image: mupdf.FzImage) -> int | None:
-    """The scan's xref when it is the page's only image, 1-bit DeviceGray without /Decode, a whole number of
-    bytes wide and decoded by a filter in :data:`BILEVEL_FILTERS`: then its decoded stream is its pixels."""
-    images = page.get_images(full=True)
-    if len(images) != 1 or image.use_decode() or image.n() != 1:
+def _plain_bilevel(image: mupdf.FzImage, listed: tuple | None) -> int | None:
+    """The scan's xref when it is the page's only image (``listed``, :func:`_only_image`), 1-bit DeviceGray, a
+    whole number of bytes wide and decoded by a filter in :data:`BILEVEL_FILTERS`: then its decoded stream is
+    its pixels."""
+    if listed is None or image.n() != 1:
         return None
-    xref, _smask, width, height, bpc, colorspace, _alt, _name, decoder, *_ = images[0]
+    xref, _smask, width, _height, bpc, colorspace, _alt, _name, decoder, *_ = listed
     plain = bpc == 1 and colorspace == "DeviceGray" and decoder in BILEVEL_FILTERS and width % 8 == 0
-    return xref if plain and (width, height) == (image.w(), image.h()) else None
+    return xref if plain else None
 
 
 def _covers(outer: pymupdf.Rect | mupdf.FzRect, page: pymupdf.Rect) -> bool:

@@ -83,7 +83,7 @@ def _cleaned(words: Iterable[tuple[str, bool]]) -> str:
             continue
         _keep(word, kept)
         if len(kept) >= MAX_WORDS:
-            return " ".join(kept[:MAX_WORDS])
+            break
     if carry:
         _keep(carry, kept)
     return " ".join(kept[:MAX_WORDS])

@@ -77,8 +77,8 @@ class ZipWriter:
     def commit(self, key: PageKey, record: PageRecord, images: list[PageImage], captions: list[str]) -> None:
         names = []
         for image, caption in zip(images, captions, strict=True):
-            self._zip.writestr(_entry(image.name, zipfile.ZIP_STORED), image.data)
-            self._zip.writestr(_entry(caption_name(image.name), zipfile.ZIP_STORED), caption)
+            self._zip.writestr(zip_entry(image.name, zipfile.ZIP_STORED), image.data)
+            self._zip.writestr(zip_entry(caption_name(image.name), zipfile.ZIP_STORED), caption)
             names += [image.name, caption_name(image.name)]
         self._file.flush()
         entries = [_fields(self._zip.getinfo(name)) for name in names]
@@ -92,7 +92,9 @@ class ZipWriter:
         return self._zip.read(name)  # the file is open r+b when resuming, the only time this is asked
 
     def _text(self, name: str) -> io.TextIOWrapper:
-        return io.TextIOWrapper(self._zip.open(_entry(name, zipfile.ZIP_DEFLATED), "w"), encoding="utf-8", newline="")
+        return io.TextIOWrapper(
+            self._zip.open(zip_entry(name, zipfile.ZIP_DEFLATED), "w"), encoding="utf-8", newline=""
+        )
 
     def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
         with self._text(MANIFEST) as text:
@@ -197,7 +199,7 @@ def _metadata(record: PageRecord, images: list[PageImage], captions: list[str]) 
     ]
 
 
-def _entry(name: str, compression: int) -> zipfile.ZipInfo:
+def zip_entry(name: str, compression: int) -> zipfile.ZipInfo:
     """An entry dated 1980-01-01 (zip's epoch), not by the clock: the same run gives the same zip, byte for
     byte, so a dataset can be checked by its hash (as reproducible builds do) and a refactor by a digest."""
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))

@@ -80,6 +80,23 @@ def app(app_model: Path) -> Iterator[ModuleType]:
 
 
 @pytest.fixture(scope="session")
+def lumpy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model that calls every cattle photo lumpy skin (``fixed_models``): the notifiable path, on demand."""
+    from fixed_models import save_fixed_model
+
+    return save_fixed_model(tmp_path_factory.mktemp("lumpy-model"), "lumpy_skin")
+
+
+@pytest.fixture
+def lumpy_app(app: ModuleType, lumpy_model: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The app classifying with :func:`lumpy_model` for one test."""
+    import models
+
+    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=str(lumpy_model)))
+    return app
+
+
+@pytest.fixture(scope="session")
 def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """A photo, fakes, and PDFs: good (one picture page, one text page), encrypted, damaged, not a PDF."""
     d = tmp_path_factory.mktemp("files")

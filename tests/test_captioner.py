@@ -7,7 +7,6 @@ same for the same image, and different for different pictures: only the plumbing
 
 from __future__ import annotations
 
-import csv
 import gc
 import io
 import json
@@ -37,6 +36,7 @@ from models.captioner import ModelLoadError, caption_jpegs, loaded_captioner
 from pipeline import Execution, Options, run
 from pipeline.captions import CaptionTemplate, captioner_note
 from pipeline.cli import main
+from pipeline.writer import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 WORDS = (
@@ -118,11 +118,6 @@ def _written(folder: Path) -> dict[str, dict]:
     }
 
 
-def _manifest(folder: Path) -> list[dict[str, str]]:
-    with open(folder / "manifest.csv", encoding="utf-8", newline="") as handle:
-        return list(csv.DictReader(handle))
-
-
 def test_load_caption_offload_leaves_no_model_behind(tiny: Path) -> None:
     """Load → plain, repeatable captions (several batches) → offload: the model is gone after the block."""
     jpegs = [_jpeg(engraving(200, 160, seed=1)), _jpeg(woodcut(180, 220, seed=2)), _jpeg(engraving(90, 90, seed=3))]
@@ -171,7 +166,7 @@ def test_the_models_text_reaches_each_images_txt_and_metadata(tiny: Path, pdf: P
     for name, image in default.items():
         assert image["txt"] == image["text"]
         assert image["text"].startswith(described[name] + ", monochrome "), image["text"]
-    assert all(not row["warning"] for row in _manifest(tmp_path / "own"))
+    assert all(not row["warning"] for row in read_manifest(tmp_path / "own"))
 
 
 def test_one_image_the_model_fails_on_is_a_warning_not_the_end_of_the_run(pdf: Path, tmp_path: Path) -> None:
@@ -195,7 +190,7 @@ def test_one_image_the_model_fails_on_is_a_warning_not_the_end_of_the_run(pdf: P
     for name, image in images.items():
         described = "" if name in failed else f"picture {len(image['jpeg'])}, "
         assert image["txt"] == image["text"] and image["text"].startswith(described + "monochrome "), image["text"]
-    warnings = [row["warning"] for row in _manifest(tmp_path / "out")]
+    warnings = [row["warning"] for row in read_manifest(tmp_path / "out")]
     assert warnings == [f"captioner failed on {failed[0]}: CUDA out of memory", ""], "the first page's first image"
 
 

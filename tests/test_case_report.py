@@ -12,10 +12,9 @@ from types import ModuleType
 
 import pymupdf
 import pytest
-from fixed_models import save_fixed_model, write_contacts
+from fixed_models import write_contacts
 from gradio_client import Client, handle_file
 
-import models
 from models import contacts, report, triage
 
 WHEN = datetime(2025, 3, 14, 9, 26, tzinfo=timezone.utc)
@@ -97,20 +96,12 @@ def test_the_model_version_names_its_weights(app_model: Path) -> None:
     assert report.model_version("someone/hub-model") == "someone/hub-model"
 
 
-@pytest.fixture(scope="module")
-def lumpy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_fixed_model(tmp_path_factory.mktemp("lumpy-model"), "lumpy_skin")
-
-
-def test_the_page_offers_the_report_in_its_language(
-    app: ModuleType, lumpy_model: Path, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=str(lumpy_model)))
-    headline, _, _, button, box, state = app.show_case(str(files["photo"]), [str(files["photo2"])], "hi", None)
+def test_the_page_offers_the_report_in_its_language(lumpy_app: ModuleType, files: dict[str, Path]) -> None:
+    headline, _, _, button, box, state = lumpy_app.show_case(str(files["photo"]), [str(files["photo2"])], "hi", None)
     assert headline.startswith("लम्पी स्किन रोग")
     assert button.endswith("-hi.pdf") and box.visible
     assert "नतीजा" in _read(Path(button))[1]
-    english = app._reword("en", None, state)  # the language switch: the same case, no model
+    english = lumpy_app._reword("en", None, state)  # the language switch: the same case, no model
     assert english[0].startswith("Likely lumpy skin disease") and english[3].endswith("-en.pdf")
     assert "Likely lumpy skin disease" in _read(Path(english[3]))[1]
 

@@ -4,15 +4,13 @@ one, how to find the veterinary authority."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from fixed_models import save_fixed_model, write_contacts
+from fixed_models import write_contacts
 from gradio_client import Client, handle_file
 
-import models
 from models import contacts
 
 GENERIC = "ask at the nearest government veterinary hospital"
@@ -72,17 +70,6 @@ def test_a_broken_file_is_logged_and_the_generic_advice_given(
     assert str(path) in caplog.text
     monkeypatch.setenv("CONTACTS", str(tmp_path / "missing.json"))
     assert contacts.from_env() == {}
-
-
-@pytest.fixture(scope="module")
-def lumpy_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return save_fixed_model(tmp_path_factory.mktemp("lumpy-model"), "lumpy_skin")
-
-
-@pytest.fixture
-def lumpy_app(app: ModuleType, lumpy_model: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
-    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=str(lumpy_model)))
-    yield app
 
 
 def test_a_notifiable_verdict_shows_whom_to_call(

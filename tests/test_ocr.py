@@ -150,7 +150,6 @@ def test_a_page_with_a_text_layer_there_is_not_read_again(tmp_path: Path, monkey
 def test_unsure_words_and_boxes_too_thin_for_their_letters_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
     """What Tesseract reads into hatching: words it is unsure of, or sure of in boxes no letters fit (``WW``
     11 px wide and 46 px tall); Fraktur's long s (``ſ``) is read as the ``s`` a caption needs."""
-    import numpy as np
     import pytesseract
 
     rows = [  # text, confidence, line, width, height

@@ -43,6 +43,7 @@ from transformers import (  # here, at import: a lazy first import from two requ
     AutoModelForImageClassification,
 )
 
+from models import i18n
 from models.triage import UNUSABLE, CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
 from models.triage import Policy as TriagePolicy
 
@@ -114,9 +115,9 @@ def open_images(paths: Sequence[str | os.PathLike[str] | None]) -> list[Image.Im
     """Open uploaded files as upright RGB images, with a user-facing message for each way this can fail."""
     real = [Path(p) for p in paths if p]
     if not real:
-        raise ImageInputError(f"No image: upload a photo of the animal ({PHOTO_FORMATS}) and press Classify.")
+        raise ImageInputError(i18n.text("error.no_image", formats=PHOTO_FORMATS))
     if len(real) > MAX_IMAGES:
-        raise ImageInputError(f"Too many photos ({len(real)}): send at most {MAX_IMAGES} per request.")
+        raise ImageInputError(i18n.text("error.too_many", count=len(real), max=MAX_IMAGES))
     return [read_photo(path) for path in real]
 
 
@@ -142,22 +143,20 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
             width, height = max((im.size, *_heif_declared_sizes(path, im)), key=lambda size: size[0] * size[1])
             if width * height > MAX_PIXELS:
                 raise ImageInputError(
-                    f"{name} is {width}x{height} pixels; resize it below {MAX_PIXELS // 1_000_000} MP."
+                    i18n.text("error.too_large", name=name, size=f"{width}x{height}", mp=MAX_PIXELS // 1_000_000)
                 )
             return ImageOps.exif_transpose(im).convert("RGB")
     except Image.DecompressionBombError:
-        raise ImageInputError(
-            f"could not read photo {name}: it is too large to open; resize it below {MAX_PIXELS // 1_000_000} MP."
-        ) from None
+        raise ImageInputError(i18n.text("error.bomb", name=name, mp=MAX_PIXELS // 1_000_000)) from None
     except UnidentifiedImageError:
-        raise ImageInputError(f"{name} is not an image that can be read (expected a {PHOTO_FORMATS} photo).") from None
+        raise ImageInputError(i18n.text("error.not_image", name=name, formats=PHOTO_FORMATS)) from None
     except ImageInputError:
         raise
     except MemoryError:
-        raise ImageInputError(f"could not read photo {name}: not enough memory to decode it.") from None
+        raise ImageInputError(i18n.text("error.memory", name=name)) from None
     except Exception as exc:  # noqa: BLE001 - truncated data, bad chunks, libheif's RuntimeError, EOFError…
         reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
-        raise ImageInputError(f"could not read photo {name}: {reason}; it may be damaged, send it again.") from None
+        raise ImageInputError(i18n.text("error.damaged", name=name, reason=reason)) from None
 
 
 _HEIF_META_LIMIT = 1 << 20
@@ -229,15 +228,15 @@ def unusable_reason(image: Image.Image) -> str | None:
     A classifier asked about a 1×1 image or a blank picture still returns probabilities, and a notifiable-first
     policy may turn them into an alarm; such pictures carry no evidence, so they are refused before the model."""
     if min(image.size) < MIN_SIDE:
-        return f"it is only {image.width}×{image.height} pixels — send the original photo from the camera"
+        return i18n.text("reason.too_small", size=f"{image.width}×{image.height}")
     grey = ImageOps.grayscale(image)
     grey.thumbnail((128, 128))
     pixels = np.asarray(grey, dtype=np.float32)
     if pixels.std() < MIN_CONTRAST:
-        return "it is almost one flat colour — photograph the animal itself"
+        return i18n.text("reason.flat")
     blurred = np.asarray(grey.filter(ImageFilter.GaussianBlur(2)), dtype=np.float32)
     if np.abs(pixels - blurred).mean() < MIN_DETAIL:
-        return "it shows no detail (blank or blurred) — photograph the animal in focus"
+        return i18n.text("reason.no_detail")
     return None
 
 

@@ -6,9 +6,10 @@ no switch a page can offer; the verdicts and advice are written here anyway. So 
 (``models/locales/<code>.json``, the same keys as ``en.json``; a value may be a list of lines), found at start-up:
 adding Marathi is adding ``mr.json``. A key missing from a language falls back to English.
 
-Messages made in English elsewhere (a photo that cannot be read, an unusable picture's reason) reach the page as
-text, across the ZeroGPU process boundary, so :func:`translate` recognises them by their English templates
-(``error.*``, ``reason.*``) and words them again in another language.
+Messages made in English elsewhere (``models.classifier``'s photo that cannot be read, an unusable picture's reason,
+written with :func:`text` from these same templates) reach the page as text, across the ZeroGPU process boundary, so
+:func:`translate` recognises them by their English templates (``error.*``, ``reason.*``) and words them again in
+another language.
 """
 
 from __future__ import annotations

@@ -13,9 +13,10 @@ the split's files are read from its ``metrics.json``. ``--split all`` scores eve
 were trained on). Inference goes through ``models.loaded_model`` (as the app and ``models.predict``); ms/photo is
 one photo per call, torch threads as given (default 1), on this machine's CPU, decoding and preprocessing included.
 
-``--check-backbone`` checks the ImageNet weight mapping instead (``models/lite0.py``): top-1/top-5 of the
-ImageNet-headed Lite0 on the ``not_cattle`` folder, whose files are named ``nXXXXXXXX_class`` and hold every
-other ImageNet class in sorted-wnid order with classes 346 and 690 removed (``../shared/data/README.md``).
+``--check-backbone [lite0|lite2]`` checks the ImageNet weight mapping instead (``models/lite.py``): top-1/top-5
+of the ImageNet-headed Lite network, at its ImageNet input size, on the ``not_cattle`` folder, whose files are
+named ``nXXXXXXXX_class`` and hold every other ImageNet class in sorted-wnid order with classes 346 and 690 removed
+(``../shared/data/README.md``).
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ from models.classifier import DEFAULT_MODEL_ID, loaded_model, read_photo
 from models.triage import Policy
 
 
-def check_backbone(folder: Path) -> None:
-    from models.lite0 import build_lite0, image_processor
+def check_backbone(folder: Path, variant: str) -> None:
+    from models.lite import VARIANTS, build_lite, image_processor
 
     files = train.list_images(folder)
-    model = build_lite0({i: str(i) for i in range(1000)}, keep_imagenet_head=True).eval()
-    processor = image_processor()
+    size = VARIANTS[variant].imagenet_size
+    model = build_lite({i: str(i) for i in range(1000)}, keep_imagenet_head=True, image_size=size, variant=variant)
+    model.eval()
+    processor = image_processor(size)
 
     def imagenet_index(i: int) -> int:
         c = 2 * i
@@ -57,7 +60,8 @@ def check_backbone(folder: Path) -> None:
             truth = imagenet_index(start + j)
             top1 += int(row.argmax()) == truth
             top5 += truth in row.topk(5).indices.tolist()
-    print(f"ImageNet check on {len(files)} photos: top-1 {top1 / len(files):.3f}, top-5 {top5 / len(files):.3f}")
+    n = len(files)
+    print(f"{variant} ImageNet check on {n} photos: top-1 {top1 / n:.3f}, top-5 {top5 / n:.3f}")
 
 
 def table(rows: list[tuple[str, dict]]) -> str:
@@ -134,11 +138,11 @@ def main() -> int:
     parser.add_argument("--model", default=DEFAULT_MODEL_ID)
     parser.add_argument("--split", choices=("holdout", "all", "sources"), default="holdout")
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--check-backbone", action="store_true")
+    parser.add_argument("--check-backbone", nargs="?", const="lite0", choices=("lite0", "lite2"))
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.check_backbone:
-        check_backbone((args.not_cattle or [args.data_dir])[0])
+        check_backbone((args.not_cattle or [args.data_dir])[0], args.check_backbone)
         return 0
     metrics = json.loads((Path(args.model) / "metrics.json").read_text())
     if args.split == "sources":  # computed by models.train, which holds the features: printed, not recomputed

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models import train
 from models.classifier import DEFAULT_MODEL_ID
-from models.lite0 import build_lite0
+from models.lite import build_lite
 from models.triage import Policy
 
 IMAGENET_BLOCKS = 8
@@ -63,13 +63,13 @@ def main() -> None:
     )
     with open(d / "sources_extra.csv", newline="", encoding="utf-8") as f:
         where = {(d / row["file"]).resolve(): row["source_path"] for row in csv.DictReader(f)}
-    config = train.TrainConfig(source_power=args.source_power)
     policy = Policy.from_dict(data.labels, json.loads(Path(args.model, "config.json").read_text())["triage"])
     cached = torch.load(args.feature_cache)
     if cached["key"][0] != [str(p) for p in data.paths]:
         sys.exit(f"{args.feature_cache}: cached for other photos (or another order): train with the same folders")
+    config = train.TrainConfig(source_power=args.source_power, backbone=cached["key"][-1])  # the cache's backbone
     feats = cached["feats"]
-    base = build_lite0(dict(enumerate(data.labels)), readout=True, image_size=config.image_size)
+    base = build_lite(dict(enumerate(data.labels)), readout=True, image_size=config.image_size, variant=config.backbone)
     last = len(base.efficientnet.encoder.blocks) - 1
     x = torch.cat([train.pool_views(base, feats, last), feats.float().mean(dim=(3, 4))], dim=-1)
     gate = data.labels.index(data.gate_label)

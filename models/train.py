@@ -1,4 +1,4 @@
-"""Fine-tune EfficientNet-Lite0 into a cattle triage model with a cattle gate, offline, in minutes on 2 CPU cores.
+"""Fine-tune EfficientNet-Lite into a cattle triage model with a cattle gate, offline, in minutes on 2 CPU cores.
 
 ``python -m models.train DATA_DIR -o MODEL_DIR [--not-cattle DIR ...] [--classes a b] [--extra-cattle DIR ...]
 [--cattle-as LABEL] [--sources CSV]``
@@ -14,7 +14,7 @@ augmented view (at 320 px) run through it once and are cached. The classifier is
 logistic regression, fitted by full-batch L-BFGS in seconds (``--tune head``, the default), on the 1280 pooled final
 features and, by default, the 192 pooled mid-level features of the last block's input (the second-to-last stage's
 output, penalised at a quarter of the final ones' penalty): the network itself carries those to its classifier
-(``models.lite0.install_readout``, a widened last block; ``--no-mid-features`` for the final ones alone).
+(``models.lite.install_readout``, a widened last block; ``--no-mid-features`` for the final ones alone).
 ``--tune top`` instead fine-tunes the head convolution (320 → 1280 channels) with the classifier from the
 final-feature ridge head, for 5 epochs of Adam on the cached trunk outputs, held near ImageNet's weights by L2-SP
 (about 10 s per fit).
@@ -53,7 +53,7 @@ from tqdm import tqdm
 
 from models import triage
 from models.classifier import list_images, read_photo
-from models.lite0 import READOUT_CHANNELS, READOUT_OFFSET, build_lite0, image_processor, install_readout
+from models.lite import READOUT_CHANNELS, READOUT_OFFSET, VARIANTS, build_lite, image_processor, install_readout
 from pipeline.settings import add_settings, flag, from_args, setting
 
 CATTLE_ONLY = -1
@@ -66,16 +66,13 @@ L2_GATE = 0.1
 MID_L2_FACTOR = 0.25
 """The mid-level features' weights are penalised at this fraction of their row's penalty: held back as hard as the
 1280 final features, the 192 mid-level ones were under-used (module docstring)."""
-TUNED_FROM_BLOCK = 16
-"""``--tune top`` trains blocks from here on, the head convolution and the classifier: 16, Lite0's block count, is
-the head convolution (320 → 1280 channels) alone. Block 15 as well scored lower (module docstring)."""
 TOP_EPOCHS = 5
 TOP_LR = 1e-4
 L2SP = 0.01
 """``--tune top``: epochs, Adam's learning rate and the L2-SP penalty (module docstring)."""
 READOUT_HEADROOM = 2.0
 """A readout row is scaled so that its largest value on the training photos' pixels travels at ±2, inside
-ReLU6's ±3 linear range (``models.lite0.install_readout``): a photo may exceed the training range by half."""
+ReLU6's ±3 linear range (``models.lite.install_readout``): a photo may exceed the training range by half."""
 CV_FOLDS = 20
 """Grouped CV folds: each fold's model sees 95 % of the photos, so the out-of-fold predictions that choose the
 temperature and thresholds, and the estimate, come from models close to the shipped one, fitted on all of them.
@@ -155,10 +152,13 @@ class TrainConfig:
         "head", "head: ridge logistic regression on frozen features; top: then fine-tune from --tune-from on"
     )
     """What is fitted; ``head``: top tuning scored 0.007 lower on average and takes longer."""
-    tune_from: int = _setting(
-        TUNED_FROM_BLOCK, "with --tune top: first trained block of Lite0's 16; 16: the head convolution only"
+    tune_from: int | None = _setting(
+        None, "with --tune top: first trained block (Lite0 has 16, Lite2 21); none: the head convolution only"
     )
-    """``--tune top`` only; 16: block 15 tuned as well scored lower (``TUNED_FROM_BLOCK``)."""
+    """``--tune top`` only; the head convolution alone (320 → 1280 on Lite0): Lite0's block 15 as well scored lower."""
+    backbone: Literal["lite0", "lite2"] = _setting("lite0", "frozen ImageNet trunk (models/lite.py)")
+    """Lite0: Lite2 turned more non-cattle away but called more healthy cattle lumpy, left out by source
+    (docs/triage-model.md, "Why the training defaults")."""
     image_size: int = _setting(TRAINED_IMAGE_SIZE, "square input size in pixels")
     """320, not ImageNet's 224: lumpy-skin nodules span more of the final map (``TRAINED_IMAGE_SIZE``)."""
     mid_features: bool = _setting(True, "with --tune head: the last block's 192 inputs beside the 1280 final features")
@@ -188,6 +188,11 @@ class TrainConfig:
     seed: int = _setting(SEED, "seed of the views, fold draws, holdout and top tuning")
     """0: a fixed seed makes a run repeatable (the measurements vary it to see fold noise)."""
 
+    @property
+    def blocks(self) -> int:
+        """The backbone's block count: ``--tune-from`` beyond it trains nothing but the classifier."""
+        return VARIANTS[self.backbone].blocks
+
     def __post_init__(self) -> None:
         hints = typing.get_type_hints(type(self))
         for f in fields(self):
@@ -207,8 +212,8 @@ class TrainConfig:
             "mid_l2_factor": (self.mid_l2_factor >= 0, "0 or more"),
             "source_power": (0 <= self.source_power <= 1, "in [0, 1]"),
             "max_cattle_rejected": (0 <= self.max_cattle_rejected < 1, "in [0, 1)"),
-            "tune_from": (0 <= self.tune_from <= TUNED_FROM_BLOCK, f"in [0, {TUNED_FROM_BLOCK}], Lite0's blocks"),
-            "image_size": (self.image_size >= 32, "32 or more: Lite0 shrinks a photo 32 times"),
+            "tune_from": (self.tune_from is None or 0 <= self.tune_from <= self.blocks, f"in [0, {self.blocks}]"),
+            "image_size": (self.image_size >= 32, "32 or more: the backbone shrinks a photo 32 times"),
             "train_fraction": (0 < self.train_fraction <= 1, "in (0, 1]"),
             "phash_distance": (0 <= self.phash_distance <= 64, "in [0, 64], a 64-bit hash"),
             "max_steps": (self.max_steps is None or self.max_steps >= 0, "0 or more"),
@@ -453,7 +458,8 @@ def train_top(
     l2: float = L2,
     l2_gate: float = L2_GATE,
     l2sp: float = L2SP,
-    start: int = TUNED_FROM_BLOCK,
+    *,
+    start: int,
     batch: int = 32,
     seed: int = SEED,
     desc: str = "train",
@@ -586,7 +592,7 @@ def fit_head(
 
     ``readout = (maps, slots)``: ``feats`` are the 1280 final features followed by the pooled last-block inputs
     ``maps`` (photos, views, C, H, W); the final features ``slots`` (one per label) leave the fit and carry the
-    fitted weights of the last-block inputs instead (``models.lite0.install_readout``). Feature columns past the
+    fitted weights of the last-block inputs instead (``models.lite.install_readout``). Feature columns past the
     network's own (``config.hidden_dim``) are mid-level ones, penalised at ``mid_l2_factor`` of their row's penalty.
     ``photo_weights`` multiply each photo's class weight (``source_balance``).
     """
@@ -836,9 +842,12 @@ def train(
     readout = config.tune == "head" and config.mid_features
     if readout and len(data.labels) > READOUT_CHANNELS:
         raise DataError(f"at most {READOUT_CHANNELS} labels with mid-level features; use --no-mid-features")
-    base = build_lite0(id2label, pretrained=config.pretrained, image_size=config.image_size, readout=readout)
+    base = build_lite(
+        id2label, config.pretrained, image_size=config.image_size, readout=readout, variant=config.backbone
+    )
     last = len(base.efficientnet.encoder.blocks)
-    upto = config.tune_from if config.tune == "top" else last - 1 if readout else last
+    top = last if config.tune_from is None else config.tune_from
+    upto = top if config.tune == "top" else last - 1 if readout else last
     key = [
         [str(p) for p in data.paths],
         config.views,
@@ -847,6 +856,7 @@ def train(
         config.phash_distance,
         upto,
         config.image_size,
+        config.backbone,
     ]
     cached = torch.load(feature_cache) if feature_cache is not None and feature_cache.exists() else None
     if cached is not None and cached["key"] == key:  # development only: same photos, views, seed, weights
@@ -1007,6 +1017,7 @@ def train(
             "seed": config.seed,
         },
         "training": {
+            "backbone": config.backbone,
             "tune": config.tune,
             "image_size": config.image_size,
             "views": config.views,
@@ -1021,7 +1032,7 @@ def train(
         | (
             {}
             if config.tune == "head"
-            else {"tuned_from_block": config.tune_from, "epochs": config.epochs, "lr": config.lr, "l2sp": config.l2sp}
+            else {"tuned_from_block": top, "epochs": config.epochs, "lr": config.lr, "l2sp": config.l2sp}
         )
         | {"seconds": round(seconds, 1), "torch_threads": torch.get_num_threads()},
         "leave_one_source_out": by_source,

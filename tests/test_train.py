@@ -20,7 +20,7 @@ from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 import models
 from models import predict, train, triage
-from models.lite0 import READOUT_OFFSET, build_lite0, image_processor, install_readout
+from models.lite import READOUT_OFFSET, VARIANTS, build_lite, image_processor, install_readout
 from pipeline.settings import from_args
 
 
@@ -120,7 +120,7 @@ def test_fit_head_learns_raw_features_and_penalises_the_gate_row_apart() -> None
     signal = np.zeros((n, dim))
     signal[np.arange(n), targets] = 3.0
     feats = (signal[:, None, :] + rng.normal(0, 1, (n, views, dim))) * scale + offset
-    model = build_lite0({0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}, pretrained=False)
+    model = build_lite({0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}, pretrained=False)
     model.classifier = torch.nn.Linear(dim, 3)
     train.fit_head(model, torch.tensor(feats, dtype=torch.float32), targets, 2, l2=1e-3, l2_gate=1e-3)
     with torch.no_grad():
@@ -154,24 +154,28 @@ def test_mid_level_columns_are_penalised_at_their_factor_of_the_row_penalty() ->
     np.testing.assert_allclose(penalty, expected, rtol=0.05)
 
 
-def _lite0_inputs(n: int, size: int = 64) -> torch.Tensor:
+def _lite_inputs(n: int, size: int = 64) -> torch.Tensor:
     """(n, 2, 3, size, size): generated photos and their mirror images, preprocessed."""
     photos = [_photo(("lumpy_skin", "normal_skin", "not_cattle")[i % 3], seed=i, size=size) for i in range(n)]
     pixels = image_processor(size)(images=photos, return_tensors="pt")["pixel_values"]
     return torch.stack([pixels, pixels.flip(-1)], dim=1)
 
 
-def test_a_widened_lite0_is_lite0_until_a_readout_puts_mid_features_in_its_pooled_ones() -> None:
+@pytest.mark.parametrize("variant", ["lite0", "lite2"])
+def test_a_widened_lite_network_is_itself_until_a_readout_puts_mid_features_in_its_pooled_ones(variant: str) -> None:
     """The widened last block changes nothing by itself; an installed readout makes pooled feature ``slots[i]``
     exactly ``3 + weight[i] · mean(x) / scale[i]`` (x: the last block's input), and clips beyond ReLU6's range."""
     labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
-    plain, wide = build_lite0(labels).eval(), build_lite0(labels, readout=True).eval()
+    plain = build_lite(labels, variant=variant).eval()
+    wide = build_lite(labels, readout=True, variant=variant).eval()
     wide.classifier.load_state_dict(plain.classifier.state_dict())
-    pixels = _lite0_inputs(4)[:, 0]
+    pixels = _lite_inputs(4)[:, 0]
+    last = VARIANTS[variant].blocks - 1
     with torch.inference_mode():
         np.testing.assert_allclose(wide(pixels).logits, plain(pixels).logits, atol=1e-5)
-        x = train.trunk(wide, pixels, 15)
-    weight, slots = torch.randn(3, 192, generator=torch.Generator().manual_seed(0)), [5, 640, 1279]
+        x = train.trunk(wide, pixels, last)
+    assert x.shape[1] == VARIANTS[variant].out_channels[-2]
+    weight, slots = torch.randn(3, x.shape[1], generator=torch.Generator().manual_seed(0)), [5, 640, 1279]
     u = torch.einsum("kc,nchw->nkhw", weight, x)
     scale = u.abs().amax(dim=(0, 2, 3)) / 2
     install_readout(wide, weight, scale, slots)
@@ -191,8 +195,8 @@ def test_mid_feature_head_computes_exactly_the_ridge_fitted_on_final_and_mid_fea
     """What cross-validation measures is a ridge on the final features (its slots left out) and the pooled
     mid-level ones; the saved network must compute that same linear function of the photo."""
     labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
-    model = build_lite0(labels, readout=True).eval()
-    inputs = _lite0_inputs(24)
+    model = build_lite(labels, readout=True).eval()
+    inputs = _lite_inputs(24)
     targets = np.arange(24) % 3
     with torch.inference_mode():
         maps = torch.stack([train.trunk(model, inputs[:, v], 15) for v in range(2)], dim=1)
@@ -219,16 +223,16 @@ def test_top_tuning_starts_from_the_ridge_head_and_l2sp_holds_the_convolution_ba
     feats = feats.float()
     labels = {0: "lumpy_skin", 1: "normal_skin", 2: "not_cattle"}
     torch.manual_seed(0)
-    start = build_lite0(labels, pretrained=False)
+    start = build_lite(labels, pretrained=False)
     pooled = train.pool_views(start, feats, 16)
 
     def tuned(epochs: int, l2sp: float) -> torch.nn.Module:
-        model = build_lite0(labels, pretrained=False)
+        model = build_lite(labels, pretrained=False)
         model.load_state_dict(start.state_dict())
         train.train_top(model, feats, pooled, targets, 2, epochs, lr=1e-2, l2sp=l2sp, start=16, batch=16)
         return model
 
-    ridge = build_lite0(labels, pretrained=False)
+    ridge = build_lite(labels, pretrained=False)
     ridge.load_state_dict(start.state_dict())
     train.fit_head(ridge, pooled, targets, 2, train.L2, train.L2_GATE)
     assert torch.equal(tuned(0, train.L2SP).classifier.weight, ridge.classifier.weight)
@@ -288,7 +292,7 @@ def test_a_mirror_policy_answers_a_photo_and_its_mirror_alike(tmp_path: Path) ->
 
 def test_features_are_computed_at_the_size_the_model_is_trained_at(data_dir: Path) -> None:
     """Training views resized as the saved processor resizes: Lite0's final map is 1/32 of the input side."""
-    model = build_lite0({0: "a", 1: "b"}, pretrained=False)
+    model = build_lite({0: "a", 1: "b"}, pretrained=False)
     paths = train.list_images(data_dir / "lumpy_skin")[:2]
     for size in (64, 96):
         feats, thumbs = train.cache_features(model, paths, views=3, upto=16, image_size=size)
@@ -353,7 +357,7 @@ def test_a_zoomed_stretched_copy_that_phash_misses_is_joined_by_imagenet_feature
     paths = [tmp_path / f"{i}.png" for i in range(len(images))]
     for im, path in zip(images, paths, strict=True):
         im.save(path)
-    model = build_lite0({0: "a", 1: "b"}).eval()
+    model = build_lite({0: "a", 1: "b"}).eval()
     feats, _ = train.cache_features(model, paths, views=1, upto=16, image_size=224)
     groups = train.join_similar(hashed, train.pool_views(model, feats, 16)[:, 0])
     assert groups[5] == groups[-1]
@@ -534,11 +538,13 @@ def test_gate_threshold_turns_away_at_most_its_share_of_cattle_photos() -> None:
 
 
 # ---------------------------------------------------------------- backbone and the committed model
-def test_imagenet_weights_map_onto_lite0_and_squeeze_excite_is_identity() -> None:
-    from models.lite0 import imagenet_weights_path
+@pytest.mark.parametrize("variant", ["lite0", "lite2"])
+def test_imagenet_weights_map_onto_the_lite_network_and_squeeze_excite_is_identity(variant: str) -> None:
+    from models.lite import imagenet_weights_path
 
-    source = torch.load(imagenet_weights_path(), map_location="cpu", weights_only=True)
-    model = build_lite0({0: "a", 1: "b"}).eval()
+    source = torch.load(imagenet_weights_path(variant), map_location="cpu", weights_only=True)
+    model = build_lite({0: "a", 1: "b"}, variant=variant).eval()
+    assert len(model.efficientnet.encoder.blocks) == VARIANTS[variant].blocks
     assert torch.equal(model.efficientnet.embeddings.convolution.weight, source["_conv_stem.weight"])
     assert torch.equal(model.efficientnet.encoder.top_conv.weight, source["_conv_head.weight"])
     block = model.efficientnet.encoder.blocks[5]

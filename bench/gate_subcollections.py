@@ -1,6 +1,7 @@
 """The gate on a new collection of a kind it was shown: each goat breed, horse breed, block of ImageNet classes and
 kind of generated picture left out in turn, predicted by a head fitted on everything else with the training's own
-recipe, scored at the model's gate threshold.
+recipe, scored at the model's gate threshold, and with the model's reference (distance to the training cattle,
+which holds no non-cattle photo to leave out) where its policy has one.
 
 Why beside leave-one-source-out: leaving the one goat collection out leaves no goat at all, which measures an
 animal never shown (sheep, camels). A user's goat photo is more like a goat breed the model never saw; ImageNet's
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import train
 from models.classifier import DEFAULT_MODEL_ID
 from models.lite import build_lite
-from models.triage import Policy
+from models.triage import REFERENCE_FILE, Policy, load_reference, reference_distance, reference_features
 
 IMAGENET_BLOCKS = 8
 
@@ -71,7 +72,14 @@ def main() -> None:
     feats = cached["feats"]
     base = build_lite(dict(enumerate(data.labels)), readout=True, image_size=config.image_size, variant=config.backbone)
     last = len(base.efficientnet.encoder.blocks) - 1
-    x = torch.cat([train.pool_views(base, feats, last), feats.float().mean(dim=(3, 4))], dim=-1)
+    pooled = train.pool_views(base, feats, last)
+    x = torch.cat([pooled, feats.float().mean(dim=(3, 4))], dim=-1)
+    unlike = np.zeros(len(data.paths), bool)
+    if policy.reference_distance is not None:
+        reference, columns = load_reference(Path(args.model, REFERENCE_FILE))
+        mean = pooled[:, :2].mean(dim=1) if policy.mirror else pooled[:, 0]
+        distances = reference_distance(reference_features(mean.numpy(), columns), reference, policy.reference_k)
+        unlike = policy.unlike_cattle(distances, len(distances))
     gate = data.labels.index(data.gate_label)
     imagenet = sorted(i for i, s in enumerate(data.sources) if s == "not_cattle")
     rank = {i: r * IMAGENET_BLOCKS // len(imagenet) for r, i in enumerate(imagenet)}
@@ -83,7 +91,7 @@ def main() -> None:
         dtype=object,
     )
     head = types.SimpleNamespace(config=base.config, classifier=torch.nn.Linear(x.shape[-1], len(data.labels)))
-    turned = {}
+    turned, by_gate = {}, {}
     for name in sorted(set(sub) - {""}):
         left = sub == name
         rows = np.nonzero(~left)[0]
@@ -91,11 +99,12 @@ def main() -> None:
         train.fit_head(head, x[rows], data.targets[rows], gate, config.l2, config.l2_gate, photo_weights=weights)
         with torch.no_grad():
             logits = head.classifier(x[left][:, :2]).mean(1).double().numpy()
-        turned[name] = policy.gate_probability(logits) >= policy.gate_threshold
+        by_gate[name] = policy.gate_probability(logits) >= policy.gate_threshold
+        turned[name] = by_gate[name] | unlike[left]
     print(f"gate threshold {policy.gate_threshold} ({args.model}); each sub-collection left out in turn")
-    print("| sub-collection left out | photos | turned away |\n|---|---|---|")
+    print("| sub-collection left out | photos | turned away | by the gate alone |\n|---|---|---|---|")
     for name, hit in turned.items():
-        print(f"| {name} | {len(hit)} | {hit.mean():.0%} |")
+        print(f"| {name} | {len(hit)} | {hit.mean():.0%} | {by_gate[name].mean():.0%} |")
     kinds = {
         "goat breeds": "ShahAbdulMunim",
         "horse breeds": "sambit",
@@ -104,9 +113,10 @@ def main() -> None:
     }
     for kind, key in kinds.items():
         hits = np.concatenate([h for n, h in turned.items() if key in n])
-        print(f"{kind}: {hits.mean():.3f} of {len(hits)}")
-    every = np.concatenate(list(turned.values()))
-    print(f"all: {every.mean():.3f} of {len(every)}")
+        gate = np.concatenate([h for n, h in by_gate.items() if key in n])
+        print(f"{kind}: {hits.mean():.3f} of {len(hits)} (the gate alone {gate.mean():.3f})")
+    every, gate = np.concatenate(list(turned.values())), np.concatenate(list(by_gate.values()))
+    print(f"all: {every.mean():.3f} of {len(every)} (the gate alone {gate.mean():.3f})")
 
 
 if __name__ == "__main__":

@@ -62,9 +62,7 @@ def headline(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     if verdict == NOT_CATTLE:
         return text("headline.not_cattle", lang)
     if verdict == UNUSABLE:
-        reason = getattr(case, "reason", None) or next(
-            (p.reason for p in getattr(case, "photos", []) if p.reason), None
-        )
+        reason = _reason(case)
         if not reason:
             return text("headline.unusable", lang)
         return text("headline.unusable_reason", lang, reason=translate(reason, lang) or reason)
@@ -72,6 +70,18 @@ def headline(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     if verdict == "normal_skin":
         return text("headline.healthy", lang, p=percent(p, lang))
     return text("headline.other", lang, name=name(verdict, lang), p=percent(p, lang))
+
+
+def _reason(case: CaseVerdict | PhotoVerdict) -> str | None:
+    """Why a refused answer was refused (a photo's own reason, or for a case the first of its photos refused the
+    same way that has one): for a ``not_cattle`` answer, only when every such photo was turned away as unlike the
+    training cattle, since the gate's own refusals have no reason to give."""
+    photos = getattr(case, "photos", None) or [case]
+    refused = [p for p in photos if p.verdict == case.verdict]
+    reasons = [getattr(p, "reason", None) for p in refused]
+    if case.verdict == NOT_CATTLE and not all(reasons):
+        return None
+    return getattr(case, "reason", None) or next((r for r in reasons if r), None)
 
 
 def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
@@ -100,8 +110,10 @@ def advice(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
         return "\n\n".join([text(f"advice.{leaning}", lang), retake] if leaning else [retake])
     if verdict == "normal_skin":
         return text("advice.healthy", lang)
-    if verdict == NOT_CATTLE:
-        return text("advice.not_cattle", lang) + " " + retake
+    if verdict == NOT_CATTLE:  # turned away as unlike the training cattle: the model does not know what it shows
+        reason = _reason(case)
+        said = text("advice.not_cattle_reason", lang, reason=translate(reason, lang) or reason) if reason else None
+        return (said or text("advice.not_cattle", lang)) + " " + retake
     if verdict == UNUSABLE:
         return retake
     return ""
@@ -117,8 +129,10 @@ def sureness(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str | Non
         return text("sure.unsure", lang)
     if verdict == NOT_CATTLE:  # how sure that no photo shows cattle: the least sure photo's gate
         photos = getattr(case, "photos", None) or [case]
-        gates = [p.gate for p in photos if p.verdict == NOT_CATTLE and p.gate is not None]
-        p = min(gates) if gates else 1.0
+        gates = [p.gate for p in photos if p.verdict == NOT_CATTLE and p.gate is not None and p.reason is None]
+        if not gates:  # turned away as unlike the training cattle: no probability to word
+            return None
+        p = min(gates)
     else:
         p = case.probabilities.get(verdict, 0.0)
     key = "sure.very" if p >= VERY_SURE else "sure.fairly" if p >= SURE else "sure.not"
@@ -127,8 +141,10 @@ def sureness(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str | Non
 
 def numbers(photo: PhotoVerdict, lang: str = ENGLISH) -> dict[str, float]:
     """One photo's numbers, the same in the chart, the table and the report: P(cattle photo) and, for a photo
-    answered as cattle, its calibrated triage probabilities (a photo turned away has none to show)."""
-    out = {} if photo.gate is None else {short_name("cattle", lang): round(1 - photo.gate, 6)}
+    answered as cattle, its calibrated triage probabilities (a photo turned away has none to show). A picture
+    refused with a reason (unusable, or unlike the training cattle) has no number at all: the gate's probability
+    did not decide it, and "cattle 90 %" beside "not a cattle photo" would contradict the answer."""
+    out = {} if photo.gate is None or photo.reason else {short_name("cattle", lang): round(1 - photo.gate, 6)}
     if photo.verdict not in (NOT_CATTLE, UNUSABLE):
         out |= {short_name(k, lang): v for k, v in photo.probabilities.items()}
     return out

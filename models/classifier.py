@@ -44,7 +44,17 @@ from transformers import (  # here, at import: a lazy first import from two requ
 )
 
 from models import i18n
-from models.triage import UNUSABLE, CaseVerdict, PhotoVerdict, case_verdict, photo_verdicts
+from models.triage import (
+    REFERENCE_FILE,
+    UNUSABLE,
+    CaseVerdict,
+    PhotoVerdict,
+    case_verdict,
+    load_reference,
+    photo_verdicts,
+    reference_distance,
+    reference_features,
+)
 from models.triage import Policy as TriagePolicy
 
 DEFAULT_MODEL_ID = str(Path(__file__).resolve().parent / "cattle-triage")
@@ -263,6 +273,27 @@ def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
     return model, processor
 
 
+def _load_reference(model_id: str, policy: TriagePolicy) -> tuple[np.ndarray, np.ndarray] | None:
+    """The training cattle photos' features and their columns (``models.triage.REFERENCE_FILE``) for a model whose
+    policy turns away photos unlike them, else ``None``; a policy that asks for a missing file is a load error."""
+    if policy.reference_distance is None:
+        return None
+    try:
+        local = Path(model_id).expanduser()
+        if local.exists():
+            path = local / REFERENCE_FILE
+        else:
+            from huggingface_hub import hf_hub_download
+
+            path = Path(hf_hub_download(model_id, REFERENCE_FILE))
+        return load_reference(path)
+    except Exception as exc:  # missing, offline or damaged: the model cannot decide without it
+        raise ModelLoadError(
+            f"The classifier could not be loaded: its policy needs {REFERENCE_FILE} beside its weights "
+            f"({type(exc).__name__}: {exc})"
+        ) from exc
+
+
 @dataclass
 class LoadedModel:
     """A model ready to run, with the processor and device it belongs to."""
@@ -271,17 +302,40 @@ class LoadedModel:
     processor: Any
     device: torch.device
     model_id: str
+    reference: tuple[np.ndarray, np.ndarray] | None = None
+    """The training cattle photos' features and the pooled columns they use (``_load_reference``), or ``None``."""
 
     def logits(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Raw logits, (images, labels), on the CPU as float64 numpy; averaged with the mirror images' where the
         model's policy says it was trained and calibrated that way (``mirror``)."""
+        return self.scores(images)[0]
+
+    def scores(self, images: Sequence[Image.Image]) -> tuple[np.ndarray, np.ndarray | None]:
+        """The logits (as :meth:`logits`) and, for a model with a reference, each photo's distance from the training
+        cattle photos (``models.triage.reference_distance``, of the pooled features the classifier reads, averaged
+        with the mirror image's like the logits), else ``None``. One forward pass gives both."""
         inputs = self.processor(images=list(images), return_tensors="pt")
         pixel_values = inputs["pixel_values"].to(self.device)
         if self.triage_policy.mirror:
             pixel_values = torch.cat([pixel_values, pixel_values.flip(dims=[3])])
-        with torch.inference_mode():
-            logits = self.model(pixel_values=pixel_values).logits.double().cpu().numpy()
-        return logits.reshape(-1, len(images), logits.shape[-1]).mean(axis=0)
+        pooled: list[torch.Tensor] = []
+        hook = None
+        if self.reference is not None:  # the classifier's input is the pooled feature vector
+            hook = self.model.classifier.register_forward_pre_hook(lambda _, args: pooled.append(args[0]))
+        try:
+            with torch.inference_mode():
+                logits = self.model(pixel_values=pixel_values).logits.double().cpu().numpy()
+        finally:
+            if hook is not None:
+                hook.remove()
+        logits = logits.reshape(-1, len(images), logits.shape[-1]).mean(axis=0)
+        if self.reference is None:
+            return logits, None
+        features = pooled[0].float().cpu().numpy()
+        features = features.reshape(-1, len(images), features.shape[-1]).mean(axis=0)
+        reference, columns = self.reference
+        distances = reference_distance(reference_features(features, columns), reference, self.triage_policy.reference_k)
+        return logits, distances
 
     def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
         """Top-``top_k`` ``label -> probability`` per image (uncalibrated softmax over every label), plain floats."""
@@ -300,9 +354,10 @@ class LoadedModel:
         return TriagePolicy.from_config(self.model.config)
 
     def photo_verdicts(self, images: Sequence[Image.Image]) -> list[PhotoVerdict]:
-        """Per photo: verdict, calibrated triage probabilities, gate probability (see :mod:`models.triage`); a
+        """Per photo: verdict, calibrated triage probabilities, gate probability, distance from the training cattle
+        (see :mod:`models.triage`); a
         picture with nothing to judge (``unusable_reason``) is ``unusable_photo`` with its reason instead."""
-        answers = photo_verdicts(self.triage_policy, self.logits(images))
+        answers = photo_verdicts(self.triage_policy, *self.scores(images))
         return [
             answer if (reason := unusable_reason(image)) is None else replace(answer, verdict=UNUSABLE, reason=reason)
             for image, answer in zip(images, answers, strict=True)
@@ -317,11 +372,12 @@ def _load_to(model_id: str, device: torch.device) -> LoadedModel:
     """Load and place the model on ``device``, counting the load in :data:`STATS` (both policies use it)."""
     start = time.perf_counter()
     model, processor = _load(model_id)
+    reference = _load_reference(model_id, TriagePolicy.from_config(model.config))
     model.to(device)
     STATS.loads += 1
     STATS.last_load_ms = (time.perf_counter() - start) * 1000
     STATS.last_model = weakref.ref(model)
-    return LoadedModel(model=model, processor=processor, device=device, model_id=model_id)
+    return LoadedModel(model=model, processor=processor, device=device, model_id=model_id, reference=reference)
 
 
 def _free_cuda() -> None:

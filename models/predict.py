@@ -5,10 +5,12 @@ For vets with a folder of photos, and for evaluations: the same load → infer �
 
     {"file": "cow.jpg", "verdict": "lumpy_skin" | "fmd" | "normal_skin" | "not_cattle" | "inconclusive"
      | "unusable_photo", "probabilities": {"lumpy_skin": 0.91, "normal_skin": 0.07, "fmd": 0.02}, "gate": 0.01,
-     "reason": null}
+     "reason": null, "distance": 0.21}
 
 ``probabilities`` are the calibrated triage probabilities, present whatever the verdict; ``gate`` is P(not cattle)
-(``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer.
+(``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer,
+or why a ``not_cattle`` photo the gate let through was turned away (unlike every training cattle photo);
+``distance`` is how unlike them it is (``models.triage.reference_distance``; ``null`` without a reference).
 Without ``--json``: a table, then with ``--case`` one verdict for all the photos as one animal. A file that
 cannot be read (not an image, too large, damaged) is skipped and said in one sentence: an ``"error"`` object with
 ``--json``, else one ``error: could not read photo X: …`` line on stderr, so the table stays a table; the other

@@ -89,6 +89,12 @@ label. Leave-one-source-out on the cached features (docs/triage-model.md): a goa
 MAX_CATTLE_REJECTED = 0.02
 """The gate turns away at most 2 % of the cattle photos of collections left out: the project allows 3 %, and each
 point allowed turned away 2-7 % more of the non-cattle photos of a breed or class left out (docs/triage-model.md)."""
+REFERENCE_K = 5
+"""A photo's distance to the training cattle is to its 5 most similar (``models.triage.reference_distance``); on the
+cached features, leave one source out, k = 1 / 5 / 20 turned away 95 / 95 / 95 % of the ImageNet sample at 2 % of
+cattle photos: one look-alike photo should not vouch alone."""
+REFERENCE_QUANTILES = np.arange(0.95, 0.99999, 0.0025)
+"""Where the reference's threshold is looked for: these quantiles of the cattle photos' out-of-source distances."""
 ALERT_MISSED_LIMIT = 0.05
 FALSE_ALARM_LIMIT = 0.10
 COVERAGE_LIMIT = 0.80
@@ -177,6 +183,11 @@ class TrainConfig:
         MAX_CATTLE_REJECTED, "the gate turns away at most this share of cattle photos of collections left out"
     )
     """The gate's threshold (``choose_operating_point``); 0.02 (``MAX_CATTLE_REJECTED``)."""
+    reference_k: int = _setting(
+        REFERENCE_K, "with --tune head: also turn away photos far from their K most similar training cattle (0: off)"
+    )
+    """The reference beside the gate (``models.triage``); 5 (``REFERENCE_K``): the gate alone let most of a kind of
+    non-cattle photo it never saw through."""
     leave_source_out: bool = _setting(
         True, "leave-one-source-out fits choose the policy (off: grouped CV alone chooses it)"
     )
@@ -214,6 +225,7 @@ class TrainConfig:
             "mid_l2_factor": (self.mid_l2_factor >= 0, "0 or more"),
             "source_power": (0 <= self.source_power <= 1, "in [0, 1]"),
             "max_cattle_rejected": (0 <= self.max_cattle_rejected < 1, "in [0, 1)"),
+            "reference_k": (self.reference_k >= 0, "0 or more"),
             "tune_from": (self.tune_from is None or 0 <= self.tune_from <= self.blocks, f"in [0, {self.blocks}]"),
             "image_size": (self.image_size >= 32, "32 or more: the backbone shrinks a photo 32 times"),
             "train_fraction": (0 < self.train_fraction <= 1, "in (0, 1]"),
@@ -667,31 +679,35 @@ def choose_operating_point(
     max_alert_missed: float = 0.02,
     min_coverage: float = 0.82,
     max_cattle_rejected: float = MAX_CATTLE_REJECTED,
+    distances: np.ndarray | None = None,
+    sources: np.ndarray | None = None,
 ) -> triage.Policy:
     """Temperature, gate threshold and verdict thresholds from validation (out-of-fold) predictions.
 
-    Gate: the lowest threshold (the most non-cattle photos turned away) that turns away at most
-    ``max_cattle_rejected`` of the cattle photos: a cattle photo turned away is a case never triaged, so 2 in 100
-    may be, inside the 3 % the project allows. Triage: among thresholds that miss at most
-    ``max_alert_missed`` of each alert class (answered as another class) and answer at least ``min_coverage`` of
-    the photos (the project asks for 80 %; 2 points of margin for new photos), the most accurate on answered photos;
-    if none does, the same within the project's own limits (``ALERT_MISSED_LIMIT``, ``COVERAGE_LIMIT``); else, within
-    the limits on missed cases and false alarms (``FALSE_ALARM_LIMIT``), the most photos answered; else the fewest
-    missed cases. Never "the most accurate whatever it misses": a disease that spreads comes first, and a false
-    alarm (a movement stop, an authority's call) second; an unsure photo is *inconclusive — see a veterinarian*.
-    """
+    Gate: the threshold that turns away the most non-cattle photos (of the lowest, on a tie) while turning away at
+    most ``max_cattle_rejected`` of the cattle photos: a cattle photo turned away is a case never triaged, so 2 in
+    100 may be, inside the 3 % the project allows. With ``distances`` (each photo's out-of-fold
+    ``triage.reference_distance``) the reference's threshold is chosen with it, among ``REFERENCE_QUANTILES`` of the
+    cattle photos' distances or none: the pair that turns away the most non-cattle photos within that share (then
+    the fewest cattle photos, then the larger distance). Neither may turn away more than that share of a notifiable
+    disease's photos either: such a photo turned away is a case missed. "The most non-cattle photos" is their
+    share averaged over their ``sources`` when given: the 498 ImageNet photos would otherwise outvote 116 goats
+    (leave one source out: goats turned away 17 % against 24 %, the ImageNet sample 96 % against 95 %).
+
+    Triage: among thresholds that miss at most ``max_alert_missed`` of each alert class (answered as another class)
+    and answer at least ``min_coverage`` of the photos (the project asks for 80 %; 2 points of margin for new
+    photos), the most accurate on answered photos; if none does, the same within the project's own limits
+    (``ALERT_MISSED_LIMIT``, ``COVERAGE_LIMIT``); else, within the limits on missed cases and false alarms
+    (``FALSE_ALARM_LIMIT``), the most photos answered; else the fewest missed cases. Never "the most accurate
+    whatever it misses": a disease that spreads comes first, and a false alarm (a movement stop, an authority's
+    call) second; an unsure photo is *inconclusive — see a veterinarian*."""
     idx = {x: i for i, x in enumerate(policy.labels)}
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
     tri_y = np.array([policy.triage_labels.index(policy.labels[t]) for t in targets[tri]])
     temperature = triage.fit_temperature(logits[tri][:, [idx[x] for x in policy.triage_labels]], tri_y)
     policy = _replace(policy, temperature=temperature)
     if policy.gate_label is not None:
-        gate_p = policy.gate_probability(logits)
-        is_gate = targets == idx[policy.gate_label]
-        grid = np.round(np.arange(0.05, 0.96, 0.05), 2)
-        allowed = [t for t in grid if (gate_p[~is_gate] >= t).mean() <= max_cattle_rejected]
-        best = min(allowed) if allowed else max(grid)
-        policy = _replace(policy, gate_threshold=float(best))
+        policy = _choose_gate(policy, logits, targets, max_cattle_rejected, distances, sources)
     probs = policy.triage_probabilities(logits[tri])
     alert_index = [policy.triage_labels.index(x) for x in policy.alert_labels]
     alert_rows = [tri_y == i for i in alert_index]
@@ -726,6 +742,40 @@ def choose_operating_point(
     return min(candidates, key=lambda c: (round(c[3], 4), round(c[4], 4), -round(c[2], 4)))[0]
 
 
+def _choose_gate(
+    policy: triage.Policy,
+    logits: np.ndarray,
+    targets: np.ndarray,
+    max_cattle_rejected: float,
+    distances: np.ndarray | None,
+    sources: np.ndarray | None,
+) -> triage.Policy:
+    """``choose_operating_point``'s gate threshold and reference distance (see there)."""
+    gate_p = policy.gate_probability(logits)
+    is_gate = targets == policy.labels.index(policy.gate_label)
+    kinds = np.zeros(len(targets)) if sources is None else np.asarray(sources)
+    not_cattle = [is_gate & (kinds == k) for k in np.unique(kinds[is_gate])]
+    alerts = [rows for x in policy.alert_labels if (rows := targets == policy.labels.index(x)).any()]
+    grid = np.round(np.arange(0.05, 0.96, 0.05), 2)
+    references: list[float | None] = [None]
+    if distances is not None and (~is_gate).any():
+        cattle = np.asarray(distances, dtype=np.float64)[~is_gate]
+        references += sorted({round(float(np.quantile(cattle, q)), 6) for q in REFERENCE_QUANTILES}, reverse=True)
+    best, best_key = None, None
+    for threshold in grid:
+        gated = gate_p >= threshold
+        for reference in references:
+            away = gated if reference is None else gated | (distances > reference)
+            cattle_away = away[~is_gate].mean() if (~is_gate).any() else 0.0
+            if cattle_away > max_cattle_rejected or any(away[rows].mean() > max_cattle_rejected for rows in alerts):
+                continue
+            key = (float(np.mean([away[rows].mean() for rows in not_cattle])) if not_cattle else 0.0, -cattle_away)
+            if best_key is None or key > best_key:
+                best, best_key = (threshold, reference), key
+    threshold, reference = best if best is not None else (max(grid), None)
+    return _replace(policy, gate_threshold=float(threshold), reference_distance=reference)
+
+
 def _replace(policy: triage.Policy, **changes: float) -> triage.Policy:
     from dataclasses import replace
 
@@ -733,10 +783,13 @@ def _replace(policy: triage.Policy, **changes: float) -> triage.Policy:
 
 
 # ---------------------------------------------------------------- metrics
-def evaluate(policy: triage.Policy, logits: np.ndarray, targets: np.ndarray) -> dict[str, object]:
-    """Triage and gate metrics for photos with known targets (see the README's metrics table)."""
+def evaluate(
+    policy: triage.Policy, logits: np.ndarray, targets: np.ndarray, distances: np.ndarray | None = None
+) -> dict[str, object]:
+    """Triage and gate metrics for photos with known targets (see the README's metrics table); ``distances``: their
+    ``triage.reference_distance``, for a policy with a reference."""
     idx = {x: i for i, x in enumerate(policy.labels)}
-    verdicts = np.array(policy.verdicts(logits))
+    verdicts = np.array(policy.verdicts(logits, distances))
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
     out: dict[str, object] = {}
     if tri.any():
@@ -802,12 +855,17 @@ def _kind(path: Path, source: str) -> str:
 
 
 def _per_group(
-    policy: triage.Policy, logits: np.ndarray, targets: np.ndarray, keys: np.ndarray, method: np.ndarray
+    policy: triage.Policy,
+    logits: np.ndarray,
+    targets: np.ndarray,
+    keys: np.ndarray,
+    method: np.ndarray,
+    distances: np.ndarray | None = None,
 ) -> dict[str, dict[str, object]]:
     """Per source or kind: how its photos were predicted, their true label(s) and the verdicts they got."""
     verdicts = np.full(len(targets), "", dtype=object)
     scored = method != ""
-    verdicts[scored] = policy.verdicts(logits[scored])
+    verdicts[scored] = policy.verdicts(logits[scored], None if distances is None else distances[scored])
     out = {}
     for key in sorted(set(keys[scored])):
         rows = scored & (keys == key)
@@ -884,8 +942,26 @@ def train(
     gate_index = data.labels.index(data.gate_label) if data.gate_label else None
     policy = triage.Policy.from_dict(
         data.labels,
-        {"gate_label": data.gate_label, "triage_labels": triage_labels, "alerts": alerts, "mirror": config.views > 1},
+        {
+            "gate_label": data.gate_label,
+            "triage_labels": triage_labels,
+            "alerts": alerts,
+            "mirror": config.views > 1,
+            "reference_k": config.reference_k,
+        },
     )
+    # the reference: the pooled features the saved classifier reads (its readout's slots aside), photo and mirror
+    # averaged as inference does; a photo is scored against the cattle photos its fit saw
+    use_reference = config.reference_k > 0 and config.tune == "head" and gate_index is not None
+    columns = np.setdiff1d(np.arange(pooled_feats.shape[-1]), slots)
+    in_reference = data.targets != gate_index
+    reference_x = triage.reference_features(
+        (pooled_feats[:, :2].mean(dim=1) if policy.mirror else pooled_feats[:, 0]).numpy(), columns
+    )
+
+    def distances_of(scored: np.ndarray, fitted: np.ndarray) -> np.ndarray:
+        cattle = fitted[in_reference[fitted]]
+        return triage.reference_distance(reference_x[scored], reference_x[cattle], config.reference_k)
 
     sources = data.sources or [p.parent.name for p in data.paths]
 
@@ -931,11 +1007,12 @@ def train(
     # repeated grouped cross-validation on the fitting part: every photo is predicted once per repeat by a model
     # that saw neither it nor its near-duplicates; the pooled out-of-fold logits choose temperature and thresholds
     fit_idx = np.nonzero(fit)[0]
-    oof_logits, repeat_bal, trained_on = [], [], []
+    oof_logits, oof_distances, repeat_bal, trained_on = [], [], [], []
     triage_indices = [data.labels.index(x) for x in triage_labels]
     for r in range(config.cv_repeats if config.folds > 1 else 0):
         fold_of = grouped_folds(data.groups[fit], data.targets[fit], config.folds, seed=config.seed + r)
         oof = np.zeros((len(fit_idx), len(data.labels)))
+        oof_d = np.zeros(len(fit_idx))
         for k in range(config.folds):
             rows = subsample_groups(
                 fit_idx[fold_of != k], data.groups, config.train_fraction, seed=config.seed + r * config.folds + k
@@ -943,7 +1020,10 @@ def train(
             trained_on.append(int(np.isin(data.targets[rows], triage_indices).sum()))
             fit_on(rows, config.seed + k, f"repeat {r + 1}/{config.cv_repeats} fold {k + 1}/{config.folds}")
             oof[fold_of == k] = logits_of(fit_idx[fold_of == k])
+            if use_reference:
+                oof_d[fold_of == k] = distances_of(fit_idx[fold_of == k], rows)
         oof_logits.append(oof)
+        oof_distances.append(oof_d)
         repeat_bal.append(evaluate(policy, oof, data.targets[fit]).get("balanced_accuracy"))
     # leave-one-source-out: each collection is predicted by a model that saw none of it (except the labels only it
     # has: those photos keep their grouped-CV prediction). The policy is chosen on these predictions when there
@@ -951,25 +1031,35 @@ def train(
     fit_targets = data.targets[fit]
     fit_sources = np.array([sources[i] for i in fit_idx], dtype=object)
     out_of_source = oof_logits[0].copy() if oof_logits else np.full((len(fit_idx), len(data.labels)), np.nan)
+    out_of_source_d = oof_distances[0].copy() if oof_distances else np.full(len(fit_idx), np.nan)
     method = np.full(len(fit_idx), "grouped CV" if oof_logits else "", dtype=object)
     left_out = sources_to_leave_out(fit_targets, fit_sources) if config.leave_source_out else {}
     for name, mask in tqdm(left_out.items(), desc="leave one source out", unit="source"):
         fit_on(fit_idx[~mask], config.seed, f"without {name}")
         out_of_source[mask] = logits_of(fit_idx[mask])
+        if use_reference:
+            out_of_source_d[mask] = distances_of(fit_idx[mask], fit_idx[~mask])
         method[mask] = "source left out"
     scored = method != ""
+    out_of_source_d = out_of_source_d if use_reference else None
     cv: dict[str, object] = {}
     if left_out:
         policy = choose_operating_point(
-            policy, out_of_source[scored], fit_targets[scored], max_cattle_rejected=config.max_cattle_rejected
+            policy,
+            out_of_source[scored],
+            fit_targets[scored],
+            max_cattle_rejected=config.max_cattle_rejected,
+            distances=None if out_of_source_d is None else out_of_source_d[scored],
+            sources=fit_sources[scored],
         )
     if oof_logits:
         all_oof, all_targets = np.concatenate(oof_logits), np.tile(data.targets[fit], len(oof_logits))
+        all_d = np.concatenate(oof_distances) if use_reference else None
         if not left_out:
             policy = choose_operating_point(
-                policy, all_oof, all_targets, max_cattle_rejected=config.max_cattle_rejected
+                policy, all_oof, all_targets, max_cattle_rejected=config.max_cattle_rejected, distances=all_d
             )
-        cv = evaluate(policy, all_oof, all_targets) | {
+        cv = evaluate(policy, all_oof, all_targets, all_d) | {
             "repeats": config.cv_repeats,
             "balanced_accuracy_per_repeat": repeat_bal,
             "train_fraction": config.train_fraction,
@@ -979,19 +1069,26 @@ def train(
     by_source: dict[str, object] = {}
     if left_out:
         kinds = np.array([_kind(data.paths[i], sources[i]) for i in fit_idx], dtype=object)
-        by_source = evaluate(policy, out_of_source[scored], fit_targets[scored]) | {
+        scored_d = None if out_of_source_d is None else out_of_source_d[scored]
+        by_source = evaluate(policy, out_of_source[scored], fit_targets[scored], scored_d) | {
             "sources_left_out": sorted(left_out),
-            "per_source": _per_group(policy, out_of_source, fit_targets, fit_sources, method),
-            "per_kind": _per_group(policy, out_of_source, fit_targets, kinds, method),
+            "per_source": _per_group(policy, out_of_source, fit_targets, fit_sources, method, out_of_source_d),
+            "per_kind": _per_group(policy, out_of_source, fit_targets, kinds, method, out_of_source_d),
         }
 
     fit_on(fit_idx, config.seed, "final")
-    held_metrics = evaluate(policy, logits_of(np.nonzero(held)[0]), data.targets[held]) if held.any() else {}
+    held_idx = np.nonzero(held)[0]
+    held_d = distances_of(held_idx, fit_idx) if use_reference else None
+    held_metrics = evaluate(policy, logits_of(held_idx), data.targets[held], held_d) if held.any() else {}
     seconds = time.perf_counter() - started
 
     base.config.triage = policy.to_dict()
     out_dir.mkdir(parents=True, exist_ok=True)
     base.save_pretrained(out_dir)
+    reference_file = out_dir / triage.REFERENCE_FILE
+    reference_file.unlink(missing_ok=True)  # an earlier run's, into the same folder
+    if policy.reference_distance is not None:
+        triage.save_reference(out_dir, reference_x[fit_idx[in_reference[fit_idx]]], columns)
     processor = image_processor(config.image_size)
     processor.save_pretrained(out_dir)
     # transformers writes the backend-neutral name, which picks the torchvision backend where torchvision is
@@ -1031,6 +1128,7 @@ def train(
             else {}
         )
         | {"l2": config.l2, "l2_gate": config.l2_gate, "source_power": config.source_power}
+        | {"reference_k": config.reference_k if use_reference else 0}
         | (
             {}
             if config.tune == "head"

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from models import advice, triage
+import pytest
+
+from models import advice, i18n, triage
 
 LUMPY, FMD, CLEAR = "lumpy_skin", "fmd", "normal_skin"
 
@@ -45,6 +47,24 @@ def test_refused_pictures_say_why() -> None:
     assert advice.headline(case) == "Photo cannot be used: it is 1×1 pixels"
     assert "notifiable" not in advice.advice(case)
     assert advice.headline(_case(triage.NOT_CATTLE, 0.9, 0.1, 0.0)) == "Not a cattle photo — no triage"
+
+
+def test_a_photo_unlike_the_training_cattle_says_so_and_shows_no_number_that_contradicts_it() -> None:
+    unlike = triage.PhotoVerdict(
+        triage.NOT_CATTLE, {LUMPY: 0.9, CLEAR: 0.1, FMD: 0.0}, gate=0.1, reason=i18n.text("reason.unlike_cattle")
+    )
+    case = triage.CaseVerdict(triage.NOT_CATTLE, unlike.probabilities, [unlike])
+    assert advice.headline(case) == "Not a cattle photo — no triage", "short: the chart's heading on a phone"
+    assert advice.advice(case).startswith("The model did not judge it: it looks like none of the cattle photos")
+    assert advice.advice(case, "hi").startswith(
+        i18n.text("advice.not_cattle_reason", "hi", reason=i18n.text("reason.unlike_cattle", "hi"))
+    )
+    assert advice.numbers(unlike) == {}, "no 'cattle 90 %' beside 'not a cattle photo'"
+    assert advice.sureness(case) is None and "notifiable" not in advice.advice(case)
+    gated = triage.PhotoVerdict(triage.NOT_CATTLE, unlike.probabilities, gate=0.8)
+    both = triage.CaseVerdict(triage.NOT_CATTLE, unlike.probabilities, [unlike, gated])
+    assert advice.advice(both).startswith("The photo does not show cattle."), "the gate refused one: no reason"
+    assert advice.numbers(gated) == {"cattle": pytest.approx(0.2)} and advice.sureness(both) is not None
 
 
 def test_long_photo_names_are_shortened_in_the_table_keeping_their_end() -> None:

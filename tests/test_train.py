@@ -19,7 +19,7 @@ from PIL import Image, ImageDraw
 from transformers import AutoImageProcessor, AutoModelForImageClassification
 
 import models
-from models import predict, train, triage
+from models import i18n, predict, train, triage
 from models.lite import READOUT_OFFSET, VARIANTS, build_lite, image_processor, install_readout
 from pipeline.settings import from_args
 
@@ -535,6 +535,112 @@ def test_gate_threshold_turns_away_at_most_its_share_of_cattle_photos() -> None:
     strict = train.evaluate(train.choose_operating_point(plain, logits, y, max_cattle_rejected=0.01), logits, y)
     assert strict["cattle_rejected"] <= 0.01 < result["cattle_rejected"]
     assert result["not_cattle_rejected"] > 0.9
+
+
+def test_reference_distance_is_one_minus_the_mean_similarity_of_the_k_most_similar() -> None:
+    reference = triage.reference_features(np.array([[4.0, 0.0, 0.0], [0.0, 4.0, 0.0], [1.0, 1.0, 0.0]]))
+    assert np.allclose(np.linalg.norm(reference, axis=1), 1.0)
+    photo = triage.reference_features(np.array([[9.0, 0.0, 0.0], [0.0, 0.0, 1.0], [-3.0, 0.0, 0.0]]))
+    assert np.allclose(photo[2], 0.0), "negative activations count as none (square roots of the clipped values)"
+    one = triage.reference_distance(photo[:2], reference, k=1)
+    assert one == pytest.approx([0.0, 1.0], abs=1e-6), "the same direction: 0; nothing shared: 1"
+    two = triage.reference_distance(photo[:1], reference, k=2)
+    assert two == pytest.approx([1 - (1 + np.sqrt(0.5)) / 2], abs=1e-6)
+    only = triage.reference_features(np.array([[1.0, 2.0, 3.0, 4.0]]), columns=np.array([0, 3]))
+    assert only[0] == pytest.approx([1 / np.sqrt(5), 2 / np.sqrt(5)]), "the columns kept, square roots, unit length"
+
+
+def test_a_photo_unlike_the_training_cattle_is_turned_away_though_the_gate_lets_it_through() -> None:
+    policy = _replace(POLICY, reference_distance=0.3)
+    logits = np.concatenate([_logits(0.001, 0.998, 0.001)] * 3)
+    assert policy.verdicts(logits, np.array([0.1, 0.5, 0.3])) == ["normal_skin", "not_cattle", "normal_skin"]
+    assert policy.verdicts(logits) == ["normal_skin"] * 3, "no distances (another model): the gate alone"
+    near, far, _ = triage.photo_verdicts(policy, logits, np.array([0.1, 0.5, 0.3]))
+    assert near.reason is None and near.distance == pytest.approx(0.1)
+    assert far.verdict == "not_cattle" and far.reason == i18n.text("reason.unlike_cattle")
+    (gated,) = triage.photo_verdicts(policy, _logits(0.1, 0.1, 0.8), np.array([0.5]))
+    assert gated.verdict == "not_cattle" and gated.reason is None, "the gate's own refusal has no reason to give"
+    assert triage.Policy.from_dict(policy.labels, policy.to_dict()) == policy, "the config round-trips"
+
+
+def test_the_operating_point_adds_a_reference_that_turns_away_a_kind_the_gate_lets_through() -> None:
+    rng = np.random.default_rng(4)
+    y = np.array([0] * 300 + [1] * 300 + [2] * 200 + [2] * 200)  # lumpy, normal, not cattle seen, a kind unseen
+    logits = rng.normal(0, 1.0, (len(y), 3))
+    logits[:, 2] += np.r_[np.full(600, -3.0), np.full(200, 3.0), np.full(200, -3.0)]  # the unseen kind passes
+    distances = np.r_[rng.uniform(0.1, 0.3, 600), rng.uniform(0.2, 0.5, 200), rng.uniform(0.35, 0.6, 200)]
+    plain = triage.Policy.from_dict(
+        ["lumpy_skin", "normal_skin", "not_cattle"], {"gate_label": "not_cattle", "alert_label": "lumpy_skin"}
+    )
+    gate_only = train.evaluate(train.choose_operating_point(plain, logits, y), logits, y)
+    policy = train.choose_operating_point(plain, logits, y, distances=distances)
+    both = train.evaluate(policy, logits, y, distances)
+    assert policy.reference_distance is not None and 0.29 < policy.reference_distance < 0.36
+    assert both["cattle_rejected"] <= train.MAX_CATTLE_REJECTED
+    assert gate_only["not_cattle_rejected"] < 0.55 < 0.95 < both["not_cattle_rejected"]
+    plain_distances = np.full(len(y), 0.2)  # a reference that tells nothing apart adds nothing
+    assert train.choose_operating_point(plain, logits, y, distances=plain_distances).reference_distance is None
+
+
+def test_the_gate_and_reference_turn_away_the_most_of_each_source_not_of_the_largest() -> None:
+    """100 cattle; a large non-cattle source A (100) the reference catches, a small one B (10) the gate catches with
+    half of A; each costs 2 of the cattle, so only one fits in 2 %: photo by photo the reference wins (100 against
+    60), source by source the gate (B whole and half of A against A alone)."""
+    gate_p = np.r_[0.9, 0.9, np.zeros(98), np.full(50, 0.9), np.zeros(50), np.full(10, 0.9)]
+    distances = np.r_[0.1, 0.1, 0.95, 0.95, np.full(96, 0.1), np.full(100, 0.9), np.full(10, 0.1)]
+    y = np.r_[np.ones(100, int), np.full(110, 2)]
+    sources = np.array(["cattle"] * 100 + ["A"] * 100 + ["B"] * 10)
+    logits = np.c_[np.zeros((210, 2)), np.log(2 * np.maximum(gate_p, 1e-12) / (1 - gate_p))]
+    plain = triage.Policy.from_dict(["lumpy_skin", "normal_skin", "not_cattle"], {"gate_label": "not_cattle"})
+    by_photo = train.choose_operating_point(plain, logits, y, distances=distances)
+    by_source = train.choose_operating_point(plain, logits, y, distances=distances, sources=sources)
+    away = {"photo": by_photo.turned_away(logits, distances), "source": by_source.turned_away(logits, distances)}
+    share = {name: [a[sources == s].mean() for s in ("cattle", "A", "B")] for name, a in away.items()}
+    assert share == {"photo": [0.02, 1.0, 0.0], "source": [0.02, 0.5, 1.0]}
+
+
+def test_the_reference_file_round_trips_and_a_model_without_one_writes_none(trained: Path, tmp_path: Path) -> None:
+    features = triage.reference_features(np.random.default_rng(0).random((5, 8)))
+    path = triage.save_reference(tmp_path, features, np.arange(8)[::-1])  # a view, as columns may be
+    loaded, columns = triage.load_reference(path)
+    assert path.name == triage.REFERENCE_FILE and columns.tolist() == list(range(8))[::-1]
+    assert loaded == pytest.approx(features, abs=1e-3) and loaded.dtype == np.float32
+    policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(trained).config)
+    assert (trained / triage.REFERENCE_FILE).exists() == (policy.reference_distance is not None)
+    assert json.loads((trained / "metrics.json").read_text())["training"]["reference_k"] == train.REFERENCE_K
+
+
+def test_a_loaded_model_scores_each_photo_against_its_reference_in_one_pass(trained: Path, tmp_path: Path) -> None:
+    import shutil
+
+    folder = shutil.copytree(trained, tmp_path / "m")
+    photos = [_photo("normal_skin", seed=900 + i) for i in range(3)]
+    with models.loaded_model(str(folder), device="cpu") as m:
+        assert m.scores(photos)[1] is None, "no reference in the policy: no distances"
+        pixels = m.processor(images=photos, return_tensors="pt")["pixel_values"]
+        with torch.inference_mode():
+            pooled = [m.model.efficientnet(pixel_values=x).pooler_output for x in (pixels, pixels.flip(dims=[3]))]
+    columns = np.arange(pooled[0].shape[1])[::-1]  # (random weights leave only the readout's columns non-zero)
+    features = triage.reference_features(((pooled[0] + pooled[1]) / 2).numpy(), columns)
+    triage.save_reference(folder, features[:2], columns)
+    config = json.loads((folder / "config.json").read_text())
+    config["triage"] |= {"reference_distance": 0.5, "reference_k": 1}
+    (folder / "config.json").write_text(json.dumps(config))
+    with models.loaded_model(str(folder), device="cpu") as m:
+        logits, distances = m.scores(photos)
+        assert np.allclose(logits, m.logits(photos))
+        expected = triage.reference_distance(features, triage.load_reference(folder / triage.REFERENCE_FILE)[0], 1)
+        assert distances == pytest.approx(expected, abs=1e-5)
+        assert distances[:2] == pytest.approx([0, 0], abs=2e-3), "the photos of the reference lie on it"
+    config["triage"]["reference_distance"] = -1.0  # every photo is farther: all turned away, saying why
+    (folder / "config.json").write_text(json.dumps(config))
+    with models.loaded_model(str(folder), device="cpu") as m:
+        answers = m.photo_verdicts(photos)
+    assert {a.verdict for a in answers} == {"not_cattle"}
+    assert all(a.reason == i18n.text("reason.unlike_cattle") or a.gate >= 0.5 for a in answers)
+    (folder / triage.REFERENCE_FILE).unlink()
+    with pytest.raises(models.ModelLoadError, match=triage.REFERENCE_FILE):
+        models.loaded_model(str(folder), device="cpu").__enter__()
 
 
 # ---------------------------------------------------------------- backbone and the committed model

@@ -355,8 +355,8 @@ class LoadedModel:
 
     def photo_verdicts(self, images: Sequence[Image.Image]) -> list[PhotoVerdict]:
         """Per photo: verdict, calibrated triage probabilities, gate probability, distance from the training cattle
-        (see :mod:`models.triage`); a
-        picture with nothing to judge (``unusable_reason``) is ``unusable_photo`` with its reason instead."""
+        (see :mod:`models.triage`); a picture with nothing to judge (``unusable_reason``) is ``unusable_photo`` with
+        its reason instead."""
         answers = photo_verdicts(self.triage_policy, *self.scores(images))
         return [
             answer if (reason := unusable_reason(image)) is None else replace(answer, verdict=UNUSABLE, reason=reason)

@@ -684,15 +684,16 @@ def choose_operating_point(
 ) -> triage.Policy:
     """Temperature, gate threshold and verdict thresholds from validation (out-of-fold) predictions.
 
-    Gate: the threshold that turns away the most non-cattle photos (of the lowest, on a tie) while turning away at
-    most ``max_cattle_rejected`` of the cattle photos: a cattle photo turned away is a case never triaged, so 2 in
-    100 may be, inside the 3 % the project allows. With ``distances`` (each photo's out-of-fold
-    ``triage.reference_distance``) the reference's threshold is chosen with it, among ``REFERENCE_QUANTILES`` of the
-    cattle photos' distances or none: the pair that turns away the most non-cattle photos within that share (then
-    the fewest cattle photos, then the larger distance). Neither may turn away more than that share of a notifiable
-    disease's photos either: such a photo turned away is a case missed. "The most non-cattle photos" is their
-    share averaged over their ``sources`` when given: the 498 ImageNet photos would otherwise outvote 116 goats
-    (leave one source out: goats turned away 17 % against 22 %, the ImageNet sample 96 % against 90 %).
+    Gate: the threshold that turns away the most non-cattle photos (on a tie, the fewest cattle photos, then the
+    lowest threshold) while turning away at most ``max_cattle_rejected`` of the cattle photos: a cattle photo turned
+    away is a case never triaged, so 2 in 100 may be, inside the 3 % the project allows. With ``distances`` (each
+    photo's out-of-fold ``triage.reference_distance``) the reference's threshold is chosen with it, among
+    ``REFERENCE_QUANTILES`` of the cattle photos' distances or none: the pair that turns away the most non-cattle
+    photos within that share (then the fewest cattle photos, then the larger distance). Neither may turn away more
+    than that share of a notifiable disease's photos either: such a photo turned away is a case missed. "The most
+    non-cattle photos" is their share averaged over their ``sources`` when given: the 498 ImageNet photos would
+    otherwise outvote 116 goats (leave one source out: goats turned away 17 % against 22 %, the ImageNet sample 96 %
+    against 90 %).
 
     Triage: among thresholds that miss at most ``max_alert_missed`` of each alert class (answered as another class)
     and answer at least ``min_coverage`` of the photos (the project asks for 80 %; 2 points of margin for new

@@ -177,16 +177,19 @@ def main() -> int:
         keep = np.ones(len(data.paths), dtype=bool)
     paths = [p for p, k in zip(data.paths, keep, strict=True) if k]
     targets = data.targets[keep]
-    times, logits = [], []
+    times, logits, distances = [], [], []
     with loaded_model(args.model, device="cpu") as m:
         if list(m.model.config.id2label.values()) != labels:
             raise SystemExit("error: metrics.json does not belong to this model")
         policy: Policy = m.triage_policy
         for path in paths:
             start = time.perf_counter()
-            logits.append(m.logits([read_photo(path)])[0])
+            photo_logits, photo_distances = m.scores([read_photo(path)])  # as the app decides: gate and reference
             times.append((time.perf_counter() - start) * 1000)
-    result = train.evaluate(policy, np.array(logits), targets)
+            logits.append(photo_logits[0])
+            distances.append(np.nan if photo_distances is None else photo_distances[0])
+    reference = None if policy.reference_distance is None else np.array(distances)
+    result = train.evaluate(policy, np.array(logits), targets, reference)
     print(f"model {args.model}: {len(paths)} photos ({args.split}), policy {json.dumps(policy.to_dict())}")
     print(table([(f"{args.split} ({len(paths)} photos)", result), ("CV out-of-fold", metrics["cross_validation"])]))
     conf = result.get("confusion")

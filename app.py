@@ -593,7 +593,9 @@ def _reword(lang: str, region: str | None, state: dict[str, Any] | None) -> tupl
     own); its box is shown instead."""
     if not state:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-    return (*_view(state, lang, region), gr.Column(visible=True))
+    headline, scores, details, pdf = _view(state, lang, region)
+    chart = gr.Label(value=scores, visible=scores is not None)  # a picture refused with a reason has no number
+    return headline, chart, details, pdf, gr.Column(visible=True)
 
 
 # ---------------------------------------------------------------- layout

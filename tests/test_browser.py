@@ -19,6 +19,7 @@ import pytest
 import tomllib
 from factories import mixed_page, pdf_from_images, text_page
 from gradio_client import Client
+from PIL import Image
 from playwright.sync_api import Browser, Locator, Page, expect
 from test_models import LABELS
 
@@ -314,10 +315,15 @@ def test_a_new_run_clears_the_last_runs_results(
 
 
 def test_the_built_in_model_on_a_phone(
-    browser: Browser, app: ModuleType, files: dict[str, Path], screenshots: Path, monkeypatch: pytest.MonkeyPatch
+    browser: Browser,
+    app: ModuleType,
+    files: dict[str, Path],
+    screenshots: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     """With the committed triage model (what a fresh clone serves), the verdict, its advice and the per-photo
-    table are readable on a phone without scrolling sideways."""
+    table are readable on a phone without scrolling sideways; a picture refused before the model has no chart."""
     import models
 
     monkeypatch.setattr(
@@ -336,6 +342,14 @@ def test_the_built_in_model_on_a_phone(
     expect(page.locator("#details")).not_to_contain_text(str(Path(models.DEFAULT_MODEL_ID).parent))
     for selector in ("#verdict", "#details h3", "#details table", "#scores"):
         _within_screen_width(page, selector)
+    dot = tmp_path / "dot.png"
+    Image.new("RGB", (1, 1), (120, 80, 50)).save(dot)
+    page.locator("#photo").get_by_role("button", name="Clear").click()
+    _file_input(page, "photo").set_input_files(dot)
+    page.locator("#classify-btn").click()
+    expect(page.locator("#verdict")).to_contain_text("Photo cannot be used", timeout=60_000)
+    expect(page.locator("#scores")).to_be_hidden()  # no number to show: no empty chart either
+    page.screenshot(path=screenshots / "cattle-phone-5-refused.png", full_page=True)
     page.context.close()
 
 

@@ -594,7 +594,8 @@ def _reword(lang: str, region: str | None, state: dict[str, Any] | None) -> tupl
     if not state:
         return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
     headline, scores, details, pdf = _view(state, lang, region)
-    chart = gr.Label(value=scores, visible=scores is not None)  # a picture refused with a reason has no number
+    # a picture refused with a reason has no number: no empty chart (its label too, as the language switch sets it)
+    chart = gr.Label(value=scores, visible=scores is not None, label=i18n.text("scores.label", lang))
     return headline, chart, details, pdf, gr.Column(visible=True)
 
 

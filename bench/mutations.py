@@ -276,7 +276,7 @@ MUTATIONS = (
     Mutation("the reference scored on the photo alone, not with its mirror", "models/classifier.py",
              "        features = features.reshape(-1, len(images), features.shape[-1]).mean(axis=0)",
              "        features = features[: len(images)]",
-             ("tests/test_train.py::test_a_loaded_model_scores_each_photo_against_its_reference_in_one_pass",)),
+             ("tests/test_train.py::test_the_committed_model_scores_a_photo_and_its_mirror_against_its_reference",)),
     Mutation("a refused picture shows the gate's number", "models/advice.py",
              "    out = {} if photo.gate is None or photo.reason else",
              "    out = {} if photo.gate is None else",

@@ -681,6 +681,24 @@ def test_committed_default_model_loads_and_gives_triage_probabilities() -> None:
     assert (saved.size["height"], saved.size["width"]) == (side, side), "inference resizes as training did"
 
 
+def test_the_committed_model_scores_a_photo_and_its_mirror_against_its_reference() -> None:
+    """The real weights (a tiny random network's pooled features hardly change in a mirror): the distance is of the
+    photo's and its mirror's features averaged, as the reference was made, not of the photo's alone."""
+    photos = [_photo("normal_skin", seed=900 + i) for i in range(3)]
+    with models.loaded_model(models.DEFAULT_MODEL_ID, device="cpu") as m:
+        distances = m.scores(photos)[1]
+        pixels = m.processor(images=photos, return_tensors="pt")["pixel_values"]
+        with torch.inference_mode():
+            photo, mirror = (
+                m.model.efficientnet(pixel_values=x).pooler_output.numpy() for x in (pixels, pixels.flip(3))
+            )
+        reference, columns = m.reference
+    both = triage.reference_distance(triage.reference_features((photo + mirror) / 2, columns), reference)
+    alone = triage.reference_distance(triage.reference_features(photo, columns), reference)
+    assert distances == pytest.approx(both, abs=1e-5)
+    assert np.abs(alone - both).max() > 1e-3
+
+
 def test_saved_processor_names_the_pil_backend_it_was_trained_with(trained: Path) -> None:
     config = json.loads((trained / "preprocessor_config.json").read_text())
     assert config["image_processor_type"] == "EfficientNetImageProcessorPil"

@@ -130,6 +130,17 @@ def test_a_remote_run_stops_on_its_time_budget_and_resumes(tmp_path: Path, archi
         run([f"{server}/"], tmp_path / "other.zip", OPTIONS, Execution(prefetch=0))
 
 
+def test_a_remote_file_fetched_in_time_is_still_cut_by_the_time_budget_between_its_pages(
+    tmp_path: Path, server: str
+) -> None:
+    """The file arrives at once; its pages take longer than the 0.3 s budget (the workers' start alone does): the
+    run stops between tasks, its pages counted with the fetched files' (the download deadline alone cannot stop it:
+    nothing is left to download)."""
+    summary = run([f"{server}/issue-b.pdf"], tmp_path / "remote.zip", OPTIONS, Execution(max_seconds=0.3))
+    assert summary.stopped.startswith("stopped after the time budget of 0.3 s, "), summary.stopped
+    assert 0 < summary.pages < 6
+
+
 def test_a_presigned_url_is_read_by_its_path(server: str, scratch: Path, tmp_path: Path) -> None:
     """``https://host/a.pdf?X-Amz-Signature=…``: a PDF by its path, whatever its query (was: dropped, or a glob)."""
     signed = f"{server}/issue-b.pdf?X-Amz-Expires=60&X-Amz-Signature=abc%3D"

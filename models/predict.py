@@ -11,7 +11,8 @@ For vets with a folder of photos, and for evaluations: the same load → infer �
 (``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer,
 or why a ``not_cattle`` photo the gate let through was turned away (unlike every training cattle photo);
 ``distance`` is how unlike them it is (``models.triage.reference_distance``; ``null`` without a reference).
-Without ``--json``: a table, then with ``--case`` one verdict for all the photos as one animal. A file that
+Without ``--json``: a table (file, verdict, probabilities, and the reason of a picture refused with one), then
+with ``--case`` one verdict for all the photos as one animal. A file that
 cannot be read (not an image, too large, damaged) is skipped and said in one sentence: an ``"error"`` object with
 ``--json``, else one ``error: could not read photo X: …`` line on stderr, so the table stays a table; the other
 photos are still classified, and the exit code is 1.
@@ -95,7 +96,8 @@ def _emit(as_json: bool, row: dict[str, object]) -> None:
         print(f"error: {row['error']}", file=sys.stderr, flush=True)  # the message names the file
     else:
         probs = " ".join(f"{k}={v:.3f}" for k, v in row["probabilities"].items())  # type: ignore[union-attr]
-        print(f"{row.get('file', 'case')}\t{row.get('verdict', row.get('case'))}\t{probs}", flush=True)
+        why = f"\t{row['reason']}" if row.get("reason") else ""  # an unusable or unlike picture says why
+        print(f"{row.get('file', 'case')}\t{row.get('verdict', row.get('case'))}\t{probs}{why}", flush=True)
 
 
 if __name__ == "__main__":

@@ -356,9 +356,15 @@ def test_predict_says_each_unreadable_photo_in_one_error_line_and_classifies_the
     (tmp_path / "b.heic").write_bytes(declaring("HEIC", 60_000, 60_000))
     (tmp_path / "b2.png").write_bytes(declaring("PNG", 60_000, 60_000))
     photos = [tmp_path / name for name in ("a.jpg", "b.heic", "b2.png", "c.png")]
+    Image.new("RGB", (1, 1)).save(tmp_path / "d.png")
+    photos.append(tmp_path / "d.png")
     assert predict.main([*map(str, photos), "--model", str(tiny_model)]) == 1
     out, err = capsys.readouterr()
-    assert [line.split("\t")[0] for line in out.splitlines()] == [str(photos[0]), str(photos[3])]
+    assert [line.split("\t")[0] for line in out.splitlines()] == [str(photos[0]), str(photos[3]), str(photos[4])]
+    assert out.splitlines()[-1].split("\t")[1:4:2] == [
+        "unusable_photo",
+        "it is only 1×1 pixels — send the original photo from the camera",
+    ], "a refused picture says why"
     assert "Traceback" not in err
     assert [line for line in err.splitlines() if "error" in line] == [
         "error: b.heic is 60000x60000 pixels; resize it below 40 MP.",
@@ -370,6 +376,7 @@ def test_predict_says_each_unreadable_photo_in_one_error_line_and_classifies_the
         (False, True),
         (True, False),
         (True, False),
+        (False, True),
         (False, True),
     ]
 

@@ -314,9 +314,10 @@ class LoadedModel:
         """The logits (as :meth:`logits`) and, for a model with a reference, each photo's distance from the training
         cattle photos (``models.triage.reference_distance``, of the pooled features the classifier reads, averaged
         with the mirror image's like the logits), else ``None``. One forward pass gives both."""
+        policy = self.triage_policy  # built from the config: once per call
         inputs = self.processor(images=list(images), return_tensors="pt")
         pixel_values = inputs["pixel_values"].to(self.device)
-        if self.triage_policy.mirror:
+        if policy.mirror:
             pixel_values = torch.cat([pixel_values, pixel_values.flip(dims=[3])])
         pooled: list[torch.Tensor] = []
         hook = None
@@ -334,7 +335,7 @@ class LoadedModel:
         features = pooled[0].float().cpu().numpy()
         features = features.reshape(-1, len(images), features.shape[-1]).mean(axis=0)
         reference, columns = self.reference
-        distances = reference_distance(reference_features(features, columns), reference, self.triage_policy.reference_k)
+        distances = reference_distance(reference_features(features, columns), reference, policy.reference_k)
         return logits, distances
 
     def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:

@@ -139,11 +139,15 @@ class Policy:
             return np.zeros(n, bool)
         return np.asarray(distances, dtype=np.float64) > self.reference_distance
 
+    def gated(self, logits: np.ndarray) -> np.ndarray:
+        """Per photo, whether the gate's probability reaches its threshold (all ``False`` without a gate)."""
+        if self.gate_label is None:
+            return np.zeros(len(logits), bool)
+        return self.gate_probability(np.asarray(logits, dtype=np.float64)) >= self.gate_threshold
+
     def turned_away(self, logits: np.ndarray, distances: np.ndarray | None = None) -> np.ndarray:
         """Per photo, ``not_cattle`` or not: the gate's probability reached, or too unlike the training cattle."""
-        logits = np.asarray(logits, dtype=np.float64)
-        gated = self.gate_probability(logits) >= self.gate_threshold if self.gate_label else np.zeros(len(logits), bool)
-        return gated | self.unlike_cattle(distances, len(logits))
+        return self.gated(logits) | self.unlike_cattle(distances, len(logits))
 
     def verdicts(self, logits: np.ndarray, distances: np.ndarray | None = None) -> list[str]:
         """One verdict per row of logits (and of :func:`reference_distance`, where the model has a reference)."""
@@ -206,8 +210,7 @@ def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | N
     logits = np.asarray(logits, dtype=np.float64)
     probs = policy.triage_probabilities(logits)
     gates = policy.gate_probability(logits)
-    unlike = policy.unlike_cattle(distances, len(logits))
-    gated = gates >= policy.gate_threshold if policy.gate_label else np.zeros(len(logits), bool)
+    unlike, gated = policy.unlike_cattle(distances, len(logits)), policy.gated(logits)
     out = []
     for i, (verdict, row, gate) in enumerate(zip(policy.verdicts(logits, distances), probs, gates, strict=True)):
         scores = {label: round(float(p), 6) for label, p in zip(policy.triage_labels, row, strict=True)}

@@ -206,9 +206,11 @@ def _lanczos_by_rows(image: np.ndarray | Image.Image, size: tuple[int, int]) -> 
     copying a whole array into Pillow (which keeps colour at 4 bytes a pixel: a 2814×3944 scan is 33 MB as an
     array and 44 MB more as an image). Pillow resizes across each row, rounds to 8 bits, then down each column,
     so the first pass is done here on ``STRIP_ROWS`` rows at a time into a ``size[0]``-wide image and the second
-    on that: a worker's peak on a colour newspaper page is 25 MB above its view instead of 62."""
-    if not isinstance(image, np.ndarray):
-        return _resize(image, size)
+    on that: a worker's peak on a colour newspaper page is 25 MB above its view instead of 62. A grey array is
+    Pillow's own layout, shared without a copy, so it is resized in one call (80 ms for a 2891×4448 view to
+    1024², 94 ms in strips)."""
+    if not isinstance(image, np.ndarray) or image.ndim == 2:
+        return _resize(Image.fromarray(image) if isinstance(image, np.ndarray) else image, size)
     height, width = image.shape[:2]
     if width == size[0]:
         across = Image.fromarray(image)

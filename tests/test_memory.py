@@ -34,7 +34,9 @@ def on_page(record, progress):
         private = [p.memory_full_info().uss for p in tree]
         uss[progress.done] = (private[0], sum(private))
 summary = run([sys.argv[1]], sys.argv[2], Options(), Execution(workers=2), on_page)
-print(json.dumps({"uss": uss, "processes": len(processes), "pages": summary.pages, "images": summary.images}))
+loaded = sorted(name for name in ("pymupdf", "torch", "gradio") if name in sys.modules)
+print(json.dumps({"uss": uss, "processes": len(processes), "pages": summary.pages, "images": summary.images,
+                  "loaded": loaded}))
 """
 
 
@@ -67,6 +69,7 @@ def test_the_process_trees_memory_stays_flat_at_default_settings_with_two_worker
     report = json.loads(result.stdout)
     assert report["pages"] == PAGES and report["images"] > 40  # enough pictures were rendered, fitted and written
     assert report["processes"] >= 4, "the run's process, the forkserver and two workers were measured"
+    assert report["loaded"] == [], "only workers load PyMuPDF (33 MB); no torch or gradio in an archive run"
     uss = {int(page): np.array(value) / 2**20 for page, value in report["uss"].items()}
     steady = np.median([uss[page] for page in STEADY], axis=0)
     end = np.median([uss[page] for page in range(PAGES - LAST + 1, PAGES + 1)], axis=0)

@@ -106,6 +106,7 @@ def test_square_mode_matches_the_article_when_the_image_is_large_enough() -> Non
     [
         (1100, 1500, True, Fit("square")),  # across and down; 1500 rows: strips of 256 and a shorter last one
         (1500, 1100, False, Fit("square")),
+        (2200, 4300, False, Fit("square")),  # a grey newspaper view, in one call: 4.2 times the target high
         (800, 900, True, Fit("square", upscale=True)),  # up in both passes
         (1024, 1300, False, Fit("square")),  # as wide as the target: down the columns only
         (1300, 1024, True, Fit("square")),  # as tall: across only
@@ -115,8 +116,9 @@ def test_square_mode_matches_the_article_when_the_image_is_large_enough() -> Non
 def test_square_fit_of_an_array_is_byte_for_byte_one_pillow_resize(
     width: int, height: int, colour: bool, spec: Fit
 ) -> None:
-    """The array is resized across in strips of rows (no whole copy into Pillow), which must give exactly the
-    bytes Pillow's single LANCZOS resize gives: the article's resize, and outputs that a refactor leaves alone."""
+    """A colour array is resized across in strips of rows (no whole copy into Pillow), a grey one by Pillow on the
+    shared array: both must give exactly the bytes Pillow's single LANCZOS resize gives: the article's resize, and
+    outputs that a refactor leaves alone."""
     image = large_engraving(width, height, seed=3)
     if colour:
         image = np.dstack([image, np.roll(image, 7, axis=1), 255 - image])

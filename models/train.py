@@ -887,13 +887,15 @@ def train(
     *,
     cattle_as: str | None = None,
     feature_cache: Path | None = None,
+    predictions: Path | None = None,
 ) -> dict[str, object]:
     """Everything ``python -m models.train`` does, with the settings ``config``; returns what it writes to
     ``metrics.json``.
 
     Apart from the settings because they change no fit: ``cattle_as`` is recorded in ``metrics.json`` (``scan``
     applied it), ``feature_cache`` (development) reuses the trunk features of an earlier run with the same photos,
-    views, seed and weights.
+    views, seed and weights; ``predictions`` (development) saves the out-of-source logits and distances the policy
+    was chosen on, with each photo's target, collection, kind and file, for ``bench/operating_points.py``.
     """
     torch.manual_seed(config.seed)
     started = time.perf_counter()
@@ -1076,6 +1078,18 @@ def train(
             "per_source": _per_group(policy, out_of_source, fit_targets, fit_sources, method, out_of_source_d),
             "per_kind": _per_group(policy, out_of_source, fit_targets, kinds, method, out_of_source_d),
         }
+        if predictions is not None:
+            np.savez_compressed(
+                predictions,
+                labels=np.array(data.labels),
+                logits=out_of_source[scored],
+                distances=np.full(int(scored.sum()), np.nan) if scored_d is None else scored_d,
+                targets=fit_targets[scored],
+                sources=fit_sources[scored].astype(str),
+                kinds=kinds[scored].astype(str),
+                method=method[scored].astype(str),
+                files=np.array([str(data.paths[i]) for i in fit_idx[scored]]),
+            )
 
     fit_on(fit_idx, config.seed, "final")
     held_idx = np.nonzero(held)[0]
@@ -1171,6 +1185,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--cattle-as", help="triage class for breed_*/--extra-cattle photos (e.g. normal_skin); default: none"
     )
     parser.add_argument("--feature-cache", type=Path, help="development: reuse the trunk features of an earlier run")
+    parser.add_argument(
+        "--save-predictions",
+        type=Path,
+        help="development: the out-of-source predictions as .npz (bench/operating_points)",
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch threads (default 2)")
     add_settings(parser.add_argument_group("training settings (models.train.TrainConfig)"), TrainConfig)
     return parser
@@ -1183,7 +1202,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = from_args(TrainConfig, args)
         data = scan(args.data_dir, args.classes, args.not_cattle, args.extra_cattle, args.cattle_as, args.sources)
-        metrics = train(data, args.output, config, cattle_as=args.cattle_as, feature_cache=args.feature_cache)
+        metrics = train(
+            data,
+            args.output,
+            config,
+            cattle_as=args.cattle_as,
+            feature_cache=args.feature_cache,
+            predictions=args.save_predictions,
+        )
     except DataError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

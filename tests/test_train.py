@@ -16,7 +16,7 @@ import pytest
 import torch
 from factories import save_heic
 from PIL import Image, ImageDraw
-from transformers import AutoImageProcessor, AutoModelForImageClassification
+from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassification
 
 import models
 from models import i18n, predict, train, triage
@@ -743,7 +743,7 @@ def test_training_reports_every_source_left_out(data_dir: Path, tmp_path: Path) 
     torch.set_num_threads(1)
     data = train.scan(data_dir, ["lumpy_skin", "normal_skin"], [data_dir / "not_cattle"], cattle_as="normal_skin")
     config = train.TrainConfig(views=2, folds=2, cv_repeats=1, pretrained=False, image_size=64, source_power=1.0)
-    metrics = train.train(data, tmp_path / "m", config)
+    metrics = train.train(data, tmp_path / "m", config, predictions=tmp_path / "pred.npz")
     loso = metrics["leave_one_source_out"]
     assert loso["sources_left_out"] == ["breed_x", "normal_skin"], "lumpy_skin, not_cattle: their label's only one"
     assert loso["per_source"]["lumpy_skin"]["method"] == loso["per_source"]["not_cattle"]["method"] == "grouped CV"
@@ -752,6 +752,15 @@ def test_training_reports_every_source_left_out(data_dir: Path, tmp_path: Path) 
     assert sum(g["photos"] for g in loso["per_source"].values()) == len(data.paths)
     assert sum(sum(g["verdicts"].values()) for g in loso["per_kind"].values()) == len(data.paths)
     assert metrics["training"]["source_power"] == 1.0
+    # the saved predictions are the ones the tables were counted from, photo by photo (bench/operating_points.py)
+    saved = dict(np.load(tmp_path / "pred.npz"))
+    policy = triage.Policy.from_config(AutoConfig.from_pretrained(tmp_path / "m"))
+    distances = None if np.isnan(saved["distances"]).all() else saved["distances"]
+    assert set(saved["files"]) == {str(p) for p in data.paths}
+    again = train.evaluate(policy, saved["logits"], saved["targets"], distances)
+    assert again == {k: v for k, v in loso.items() if k in again}, "logits, targets and distances row by row"
+    for source, group in loso["per_source"].items():
+        assert (saved["sources"] == source).sum() == group["photos"]
 
 
 def test_cattle_as_gives_breed_photos_a_triage_class(data_dir: Path) -> None:

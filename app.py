@@ -607,6 +607,9 @@ CSS = """
 #details td:first-child { overflow-wrap: anywhere; }
 #details td:nth-child(n+3) { white-space: nowrap; }
 #review-gallery .fixed-height { max-height: none; min-height: 0; }
+@media (max-width: 640px) {  /* a phone: the title on one or two lines, so the photo upload is on the first screen */
+  #page-title h1 { font-size: 1.35rem; margin: 0; }
+}
 @media (max-width: 640px) {  /* a phone: 3 thumbnails a row (4 or 6 of at least 100 px each ran off its right edge) */
   #review-gallery .grid-container, #kept-gallery .grid-container, #rejected-gallery .grid-container,
   #not-written-gallery .grid-container { grid-template-columns: repeat(3, minmax(0, 1fr)) !important; }
@@ -619,7 +622,7 @@ TO_REVIEW_TOP = "() => document.querySelector('#review-where')?.scrollIntoView({
 with _Space(
     title="AI-Vet-Scanner & archive → dataset", delete_cache=(max(1, CACHE_MAX_AGE_S // 10), CACHE_MAX_AGE_S)
 ) as demo:
-    gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset")
+    gr.Markdown("# AI-Vet-Scanner · scanned archive → dataset", elem_id="page-title")
     with gr.Tab(i18n.text("tab")) as cattle_tab:  # every text here in the visitor's language: _labels
         language = gr.Radio(
             [(name, code) for code, name in i18n.languages().items()],

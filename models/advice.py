@@ -139,15 +139,22 @@ def sureness(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str | Non
     return text(key, lang)
 
 
+SHOWN_RANGE = (0.01, 0.99)
+"""The chart, table and report show a probability between 1 % and 99 % (``percent``'s words in numbers)."""
+
+
 def numbers(photo: PhotoVerdict, lang: str = ENGLISH) -> dict[str, float]:
     """One photo's numbers, the same in the chart, the table and the report: P(cattle photo) and, for a photo
     answered as cattle, its calibrated triage probabilities (a photo turned away has none to show). A picture
     refused with a reason (unusable, or unlike the training cattle) has no number at all: the gate's probability
-    did not decide it, and "cattle 90 %" beside "not a cattle photo" would contradict the answer."""
-    out = {} if photo.gate is None or photo.reason else {short_name("cattle", lang): round(1 - photo.gate, 6)}
+    did not decide it, and "cattle 90 %" beside "not a cattle photo" would contradict the answer. Each number is
+    held within ``SHOWN_RANGE``: a chart at 100 % or 0 % reads as a certainty the model does not have (the
+    headline says "over 99 %")."""
+    out = {} if photo.gate is None or photo.reason else {short_name("cattle", lang): 1 - photo.gate}
     if photo.verdict not in (NOT_CATTLE, UNUSABLE):
         out |= {short_name(k, lang): v for k, v in photo.probabilities.items()}
-    return out
+    low, high = SHOWN_RANGE
+    return {k: round(min(max(v, low), high), 6) for k, v in out.items()}
 
 
 def table_rows(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> tuple[list[str], list[list[str]]]:

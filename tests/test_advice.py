@@ -67,6 +67,16 @@ def test_a_photo_unlike_the_training_cattle_says_so_and_shows_no_number_that_con
     assert advice.numbers(gated) == {"cattle": pytest.approx(0.2)} and advice.sureness(both) is not None
 
 
+def test_the_numbers_shown_never_read_as_certainty() -> None:
+    sure = triage.PhotoVerdict(FMD, {LUMPY: 0.00004, CLEAR: 0.00001, FMD: 0.99995}, gate=0.0000002)
+    assert advice.numbers(sure) == {"cattle": 0.99, "lumpy skin": 0.01, "no sign": 0.01, "FMD": 0.99}
+    case = triage.CaseVerdict(FMD, sure.probabilities, [sure])
+    assert advice.table_rows(case, ["mouth.jpg"])[1] == [
+        ["mouth.jpg", "foot-and-mouth disease", "99%", "1%", "1%", "99%"]
+    ]
+    assert "over 99%" in advice.headline(case)
+
+
 def test_long_photo_names_are_shortened_in_the_table_keeping_their_end() -> None:
     assert advice.shown_name("cow.jpg") == "cow.jpg"
     shown = advice.shown_name("IMG_20261203_141502.jpg")

@@ -1055,9 +1055,11 @@ def train(
             distances=None if out_of_source_d is None else out_of_source_d[scored],
             sources=fit_sources[scored],
         )
+    # every repeat's out-of-fold predictions pooled: the estimate for new photos of the collections trained on
+    all_oof = np.concatenate(oof_logits) if oof_logits else np.zeros((0, len(data.labels)))
+    all_targets = np.tile(data.targets[fit], len(oof_logits))
+    all_d = np.concatenate(oof_distances) if use_reference and oof_logits else None
     if oof_logits:
-        all_oof, all_targets = np.concatenate(oof_logits), np.tile(data.targets[fit], len(oof_logits))
-        all_d = np.concatenate(oof_distances) if use_reference else None
         if not left_out:
             policy = choose_operating_point(
                 policy, all_oof, all_targets, max_cattle_rejected=config.max_cattle_rejected, distances=all_d
@@ -1089,6 +1091,9 @@ def train(
                 kinds=kinds[scored].astype(str),
                 method=method[scored].astype(str),
                 files=np.array([str(data.paths[i]) for i in fit_idx[scored]]),
+                cv_logits=all_oof,
+                cv_targets=all_targets,
+                cv_distances=np.full(len(all_targets), np.nan) if all_d is None else all_d,
             )
 
     fit_on(fit_idx, config.seed, "final")

@@ -99,9 +99,11 @@ ALERT_MISSED_LIMIT = 0.05
 FALSE_ALARM_LIMIT = 0.10
 COVERAGE_LIMIT = 0.80
 NEW_SOURCE_COVERAGE_LIMIT = 0.70
+ANSWERED_RIGHT_LIMIT = 0.95
+NEW_SOURCE_ANSWERED_RIGHT_LIMIT = 0.90
 """The project's limits: at most 5 % of a notifiable disease's photos answered as something else, at most 10 % of
-the other cattle photos called that disease, at least 80 % of photos answered (70 % on collections the model never
-saw; ``choose_operating_point`` aims inside them, with margin, first)."""
+the other cattle photos called that disease, at least 80 % of photos answered with 95 % of the answers right (70 %
+and 90 % on collections the model never saw; ``choose_operating_point`` aims inside them, with margin, first)."""
 TRAINED_IMAGE_SIZE = 320
 """Photos are resized to this square, not ImageNet's 224: most training photos are 256 px, and the nodules of
 lumpy skin then span more of the frozen backbone's 10×10 final map (measured in the module docstring)."""
@@ -701,19 +703,22 @@ def choose_operating_point(
     and is a case missed when it shows a notifiable disease. Among thresholds that miss at most
     ``max_alert_missed`` of each alert class and answer at least ``min_coverage`` of the photos (the project asks
     for 80 %; 2 points of margin), the most accurate on answered photos; if none does, the same within the
-    project's own limits (``ALERT_MISSED_LIMIT``, ``COVERAGE_LIMIT``). Every tier also calls at most
-    ``FALSE_ALARM_LIMIT`` of the other cattle photos a notifiable disease. Where no threshold misses that few
-    within the false-alarm limit (lumpy skin's label noise: photos without visible nodules), the limit on missed
-    cases is the fewest that the false-alarm limit allows. Else the most photos answered within those limits; else
-    the fewest missed cases. Never "the most accurate whatever it misses": a disease that spreads comes first, a
-    false alarm (a movement stop, an authority's call) second; an unsure photo is *inconclusive — see a
-    veterinarian*.
+    project's own limits (``ALERT_MISSED_LIMIT``, ``COVERAGE_LIMIT``). These tiers also call at most
+    ``FALSE_ALARM_LIMIT`` of the other cattle photos a notifiable disease and answer ``ANSWERED_RIGHT_LIMIT`` of
+    the photos right (else a missed case is avoided by calling many healthy animals sick). Where no threshold
+    misses that few within the false-alarm limit (lumpy skin's label noise: photos without visible nodules), the
+    limit on missed cases is the fewest that the false-alarm limit allows. Else the most photos answered within
+    those limits (missed cases, false alarms, answers right); else within the first two alone; else the fewest
+    missed cases. Never "the most accurate whatever it misses": a disease that spreads comes first, a false alarm
+    (a movement stop, an authority's call) second, a wrong answer third; coverage gives way first, because an
+    unsure photo is *inconclusive — see a veterinarian*.
 
     ``within``: predictions for new photos of the collections trained on (pooled grouped CV), when ``logits`` are
     for collections left out. The coverage tiers then hold for ``within``, as the project asks them of the sources
     it has, and every limit on missed cases and false alarms for both; on the collections left out at least
-    ``NEW_SOURCE_COVERAGE_LIMIT`` (with the same margin) must be answered, and their accuracy is what is
-    maximised: a user's photos come from a collection the model never saw."""
+    ``NEW_SOURCE_COVERAGE_LIMIT`` (with the same margin) must be answered, ``NEW_SOURCE_ANSWERED_RIGHT_LIMIT`` of
+    them right, and their accuracy is what is maximised: a user's photos come from a collection the model never
+    saw."""
     idx = {x: i for i, x in enumerate(policy.labels)}
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
     tri_y = np.array([policy.triage_labels.index(policy.labels[t]) for t in targets[tri]])
@@ -737,15 +742,22 @@ def choose_operating_point(
     def missed_within(limit: float) -> np.ndarray:
         return (new[:, 2] <= max(limit, floors[0]) + 1e-9) & (known[:, 2] <= max(limit, floors[1]) + 1e-9)
 
+    right = known[:, 1] >= ANSWERED_RIGHT_LIMIT
+    if within is not None:
+        right &= new[:, 1] >= NEW_SOURCE_ANSWERED_RIGHT_LIMIT
     margin = min_coverage - COVERAGE_LIMIT
     for missed_limit, coverage_at_least in ((max_alert_missed, min_coverage), (ALERT_MISSED_LIMIT, COVERAGE_LIMIT)):
-        ok = alarms_ok & missed_within(missed_limit) & (known[:, 0] >= coverage_at_least)
+        ok = alarms_ok & right & missed_within(missed_limit) & (known[:, 0] >= coverage_at_least)
         if within is not None:
             ok &= new[:, 0] >= NEW_SOURCE_COVERAGE_LIMIT + (margin if missed_limit == max_alert_missed else 0.0)
         if ok.any():
             return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 1], 4), new[i, 0]))]
-    # not reachable at that coverage: within the limits on missed cases and false alarms, the most photos answered
-    # (the rest are "inconclusive — see a veterinarian"); else the fewest missed cases
+    # not reachable at that coverage: within the limits on missed cases, false alarms and answers right, the most
+    # photos answered (the rest are "inconclusive — see a veterinarian"); else without the answers' limit; else the
+    # fewest missed cases. Coverage gives way first: an unsure answer is safe, a wrong one is not.
+    ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT) & right
+    if ok.any():
+        return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]
     ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT)
     if ok.any():
         return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]

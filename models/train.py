@@ -708,10 +708,11 @@ def choose_operating_point(
     the photos right (else a missed case is avoided by calling many healthy animals sick). Where no threshold
     misses that few within the false-alarm limit (lumpy skin's label noise: photos without visible nodules), the
     limit on missed cases is the fewest that the false-alarm limit allows. Else the most photos answered within
-    those limits (missed cases, false alarms, answers right); else within the first two alone; else the fewest
-    missed cases. Never "the most accurate whatever it misses": a disease that spreads comes first, a false alarm
-    (a movement stop, an authority's call) second, a wrong answer third; coverage gives way first, because an
-    unsure photo is *inconclusive — see a veterinarian*.
+    those limits (missed cases, false alarms, answers right: with the same margin first, since the most answered
+    sit on the limit); else within the first two alone; else the fewest missed cases. Never "the most accurate
+    whatever it misses": a disease that spreads comes first, a false alarm (a movement stop, an authority's call)
+    second, a wrong answer third; coverage gives way first, because an unsure photo is *inconclusive — see a
+    veterinarian*.
 
     ``within``: predictions for new photos of the collections trained on (pooled grouped CV), when ``logits`` are
     for collections left out. The coverage tiers then hold for ``within``, as the project asks them of the sources
@@ -742,12 +743,14 @@ def choose_operating_point(
     def missed_within(limit: float) -> np.ndarray:
         return (new[:, 2] <= max(limit, floors[0]) + 1e-9) & (known[:, 2] <= max(limit, floors[1]) + 1e-9)
 
-    right = known[:, 1] >= ANSWERED_RIGHT_LIMIT
-    if within is not None:
-        right &= new[:, 1] >= NEW_SOURCE_ANSWERED_RIGHT_LIMIT
     margin = min_coverage - COVERAGE_LIMIT
+
+    def right(extra: float) -> np.ndarray:
+        ok = known[:, 1] >= ANSWERED_RIGHT_LIMIT + extra
+        return ok if within is None else ok & (new[:, 1] >= NEW_SOURCE_ANSWERED_RIGHT_LIMIT + extra)
+
     for missed_limit, coverage_at_least in ((max_alert_missed, min_coverage), (ALERT_MISSED_LIMIT, COVERAGE_LIMIT)):
-        ok = alarms_ok & right & missed_within(missed_limit) & (known[:, 0] >= coverage_at_least)
+        ok = alarms_ok & right(0.0) & missed_within(missed_limit) & (known[:, 0] >= coverage_at_least)
         if within is not None:
             ok &= new[:, 0] >= NEW_SOURCE_COVERAGE_LIMIT + (margin if missed_limit == max_alert_missed else 0.0)
         if ok.any():
@@ -755,9 +758,10 @@ def choose_operating_point(
     # not reachable at that coverage: within the limits on missed cases, false alarms and answers right, the most
     # photos answered (the rest are "inconclusive — see a veterinarian"); else without the answers' limit; else the
     # fewest missed cases. Coverage gives way first: an unsure answer is safe, a wrong one is not.
-    ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT) & right
-    if ok.any():
-        return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]
+    for extra in (margin, 0.0):  # answers right with the coverage tiers' margin first: the most answered sit on it
+        ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT) & right(extra)
+        if ok.any():
+            return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]
     ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT)
     if ok.any():
         return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]

@@ -867,8 +867,9 @@ def test_where_coverage_and_missed_cases_conflict_coverage_gives_way_not_the_ans
     known = train.Predictions(*_gated_photos(8, noise=1.1, mislabelled=mislabelled))
     policy = train.choose_operating_point(GATED, *new, within=known)
     on_new, on_known = train.evaluate(policy, *new), train.evaluate(policy, known.logits, known.targets)
-    assert on_known["answered_accuracy"] >= train.ANSWERED_RIGHT_LIMIT
-    assert on_new["answered_accuracy"] >= train.NEW_SOURCE_ANSWERED_RIGHT_LIMIT
+    # with the 2 points of margin the coverage tiers have: the most photos answered would sit on the limit
+    assert on_known["answered_accuracy"] >= train.ANSWERED_RIGHT_LIMIT + 0.02
+    assert on_new["answered_accuracy"] >= train.NEW_SOURCE_ANSWERED_RIGHT_LIMIT + 0.02
     for result in (on_new, on_known):
         assert result["alert_missed"] <= train.ALERT_MISSED_LIMIT + 1e-9
         assert result["called_lumpy_skin"] <= train.FALSE_ALARM_LIMIT

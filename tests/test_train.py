@@ -805,9 +805,12 @@ GATED = triage.Policy.from_dict(
 )
 
 
-def _gated_photos(seed: int, noise: float, mislabelled: int = 0, away: int = 3) -> tuple[np.ndarray, np.ndarray]:
+def _gated_photos(
+    seed: int, noise: float, mislabelled: int = 0, away: int = 3, doubtful: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """200 lumpy, 300 normal and 300 not-cattle photos; ``away`` lumpy photos (within the gate's 2 % of cattle)
-    look like no cattle to the gate, and ``mislabelled`` more lumpy photos show no lesion at all (label noise)."""
+    look like no cattle to the gate, ``mislabelled`` more lumpy photos show no lesion at all (label noise), and
+    ``doubtful`` more look healthy, less clearly."""
     rng = np.random.default_rng(seed)
     y = np.array([0] * 200 + [1] * 300 + [2] * 300)
     logits = np.zeros((len(y), 3))
@@ -816,6 +819,7 @@ def _gated_photos(seed: int, noise: float, mislabelled: int = 0, away: int = 3) 
     logits[:, 2] = np.where(y == 2, 4.0, -4.0)
     logits[:away] = [4.0, -4.0, 6.0]  # clearly lumpy, but turned away
     logits[away : away + mislabelled, :2] = [-4.0, 4.0]  # filed under lumpy, clearly healthy
+    logits[away + mislabelled : away + mislabelled + doubtful, :2] = [0.0, 2.0]
     return logits, y
 
 
@@ -874,3 +878,16 @@ def test_where_coverage_and_missed_cases_conflict_coverage_gives_way_not_the_ans
         assert result["alert_missed"] <= train.ALERT_MISSED_LIMIT + 1e-9
         assert result["called_lumpy_skin"] <= train.FALSE_ALARM_LIMIT
     assert on_known["coverage"] < train.COVERAGE_LIMIT
+
+
+def test_label_noise_within_twice_the_limit_keeps_the_coverage_asked() -> None:
+    """12 lumpy photos (6 %) lean healthy: missing at most 5 % costs coverage on every healthy animal. At the
+    coverage asked (82 % of the known collections), the fewest cases missed, up to ``NOISY_MISSED_LIMIT``."""
+    new = _gated_photos(7, noise=0.9, away=3, doubtful=12)
+    known = train.Predictions(*_gated_photos(8, noise=0.7, away=3, doubtful=12))
+    policy = train.choose_operating_point(GATED, *new, within=known)
+    on_new, on_known = train.evaluate(policy, *new), train.evaluate(policy, known.logits, known.targets)
+    assert on_known["coverage"] >= 0.82 and on_new["coverage"] >= train.NEW_SOURCE_COVERAGE_LIMIT + 0.02
+    assert train.ALERT_MISSED_LIMIT < on_known["alert_missed"] <= train.NOISY_MISSED_LIMIT
+    assert on_known["answered_accuracy"] >= train.ANSWERED_RIGHT_LIMIT
+    assert on_new["answered_accuracy"] >= train.NEW_SOURCE_ANSWERED_RIGHT_LIMIT

@@ -121,19 +121,21 @@ def classify(photo: str | None, more_photos: list[str] | None = None) -> tuple[s
 
 
 def _render(
-    case: models.CaseVerdict, names: list[str], model: str, lang: str, region: str | None
+    case: models.CaseVerdict, names: list[str], model: str, lang: str, region: str | None, *, page: bool = False
 ) -> tuple[str, dict[str, float] | None, str]:
-    """A case as the page shows it, in ``lang``: the headline, the first photo's numbers (chart) and the details
-    (headline, advice, whom to call when a notifiable disease is suspected, per-photo table, model)."""
+    """A case in ``lang``: the headline, the first photo's numbers (chart) and the details (headline, advice, whom
+    to call when a notifiable disease is suspected, per-photo table, model). On the ``page`` the verdict box holds
+    the headline (with the case's photo count) and the details start with the advice: the headline twice pushed
+    the advice below a phone's first screen."""
     first = advice.numbers(case.photos[0], lang) if case.photos else {}
     scores = dict(sorted(first.items(), key=lambda kv: -kv[1])) if first else None
     headline = advice.headline(case, lang)
     title = i18n.text("headline.case", lang, headline=headline, n=len(names)) if len(names) > 1 else headline
-    lines = [f"### {title}", advice.advice(case, lang)]
+    lines = [advice.advice(case, lang)] if page else [f"### {title}", advice.advice(case, lang)]
     if advice.to_report(case):
         lines.append(contacts.markdown(CONTACTS, region, lang))
     lines += [advice.table(case, names, lang), i18n.text("model", lang, name=model)]
-    return headline, scores, "\n\n".join(line for line in lines if line)
+    return title if page else headline, scores, "\n\n".join(line for line in lines if line)
 
 
 def show_case(photo: str | None, more_photos: list[str] | None, lang: str, region: str | None) -> tuple[object, ...]:
@@ -173,7 +175,7 @@ def _view(state: dict[str, Any], lang: str, region: str | None) -> tuple[str, di
         configured=CONTACTS,
         region=region,
     )
-    return (*_render(case, names, data["model"], lang, region), str(pdf))
+    return (*_render(case, names, data["model"], lang, region, page=True), str(pdf))
 
 
 @spaces.GPU(duration=GPU_DURATION)

@@ -50,7 +50,7 @@ def main() -> None:
                 page.locator("#photo input[type=file]").set_input_files(photo)
                 expect(page.locator("#photo-preview img")).to_be_visible(timeout=30_000)
                 page.locator("#classify-btn").click()
-                headline = page.locator("#details h3")
+                headline = page.locator("#verdict h2")
                 expect(headline).to_be_visible(timeout=120_000)
                 shot = args.output / f"{photo.stem}-{args.width}px.png"
                 page.screenshot(path=shot, full_page=True)

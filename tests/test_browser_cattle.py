@@ -84,6 +84,7 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     expect(page.get_by_role("tab", name="Cattle scanner")).to_be_visible()
     expect(page.locator("#classify-btn")).to_have_text("Classify")
     expect(details).to_contain_text("Lumpy skin disease is a notifiable disease.")
+    expect(details).not_to_contain_text("Likely lumpy skin disease (96%)")  # in the verdict box, not twice
     expect(page.locator("#case-report a[download]")).to_have_attribute("href", re.compile(r"-en\.pdf$"))
     assert not DEVANAGARI.search(page.locator("#details").inner_text())
     page.screenshot(path=screenshots / "i18n-3-lumpy-english.png", full_page=True)

@@ -778,13 +778,11 @@ def choose_operating_point(
     # the answers not right enough at that coverage: within the limits on missed cases, false alarms and answers
     # right, the most photos answered (the rest are "inconclusive — see a veterinarian"); else without the answers'
     # limit; else the fewest missed cases. Coverage gives way here: an unsure answer is safe, a wrong one is not.
-    for extra in (margin, 0.0):  # answers right with the coverage tiers' margin first: the most answered sit on it
-        ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT) & right(extra)
+    within_limits = alarms_ok & missed_within(ALERT_MISSED_LIMIT)
+    # answers right with the coverage tiers' margin first: the most answered sit on the limit
+    for ok in (within_limits & right(margin), within_limits & right(0.0), within_limits):
         if ok.any():
             return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]
-    ok = alarms_ok & missed_within(ALERT_MISSED_LIMIT)
-    if ok.any():
-        return candidates[max(np.nonzero(ok)[0], key=lambda i: (round(new[i, 0], 3), round(new[i, 1], 4)))]
     return candidates[min(range(len(candidates)), key=lambda i: (round(new[i, 2], 4), round(new[i, 3], 4), -new[i, 1]))]
 
 

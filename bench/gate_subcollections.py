@@ -51,7 +51,7 @@ def main() -> None:
     parser.add_argument("--feature-cache", type=Path, required=True, help="as written by models.train")
     parser.add_argument("--synthetic", type=Path, required=True, help="python -m models.synthetic's folder")
     parser.add_argument("--model", default=DEFAULT_MODEL_ID, help="whose policy (gate threshold) scores it")
-    parser.add_argument("--source-power", type=float, default=train.SOURCE_POWER, help="as models.train's")
+    parser.add_argument("--source-power", type=float, help="as models.train's (default: the model's)")
     args = parser.parse_args()
     d = args.data
     data = train.scan(
@@ -68,7 +68,10 @@ def main() -> None:
     cached = torch.load(args.feature_cache)
     if cached["key"][0] != [str(p) for p in data.paths]:
         sys.exit(f"{args.feature_cache}: cached for other photos (or another order): train with the same folders")
-    config = train.TrainConfig(source_power=args.source_power, backbone=cached["key"][-1])  # the cache's backbone
+    trained = json.loads(Path(args.model, "metrics.json").read_text()).get("training", {})  # the model's own recipe
+    penalties = {k: trained[k] for k in ("l2", "l2_gate") if k in trained}
+    source_power = trained.get("source_power", train.SOURCE_POWER) if args.source_power is None else args.source_power
+    config = train.TrainConfig(source_power=source_power, backbone=cached["key"][-1], **penalties)  # cache's backbone
     feats = cached["feats"]
     base = build_lite(dict(enumerate(data.labels)), readout=True, image_size=config.image_size, variant=config.backbone)
     last = len(base.efficientnet.encoder.blocks) - 1

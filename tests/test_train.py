@@ -714,6 +714,37 @@ def test_sources_come_from_the_provenance_csv_else_the_folder(data_dir: Path, tm
     assert named["normal_skin/normal_skin_2.png"] == "normal_skin" and named["breed_x/breed_x_0.png"] == "breed_x"
 
 
+def test_relabel_csv_gives_a_misfiled_photo_its_label_and_a_source_of_its_own(data_dir: Path) -> None:
+    fixes = data_dir / "fixes.csv"
+    fixes.write_text(
+        "file,label,why\n"
+        "lumpy_skin/lumpy_skin_1.png,not_cattle,a drawing\n"
+        "normal_skin/normal_skin_0.png,fmd,a label this model lacks: skipped\n"
+        "lumpy_skin/nowhere.png,not_cattle,no such photo: skipped\n"
+    )
+    kinds = ["lumpy_skin", "normal_skin"]
+    plain = train.scan(data_dir, kinds, [data_dir / "not_cattle"], relabel=None)
+    fixed = train.scan(data_dir, kinds, [data_dir / "not_cattle"], relabel=fixes)
+    at = {f"{p.parent.name}/{p.name}": i for i, p in enumerate(fixed.paths)}
+    moved = at["lumpy_skin/lumpy_skin_1.png"]
+    assert fixed.labels[fixed.targets[moved]] == "not_cattle" and plain.labels[plain.targets[moved]] == "lumpy_skin"
+    assert fixed.sources[moved] == "lumpy_skin · relabelled not_cattle"
+    assert train._kind(fixed.paths[moved], fixed.sources[moved]) == "lumpy_skin · relabelled not_cattle"
+    rest = np.arange(len(fixed.paths)) != moved
+    assert (fixed.targets[rest] == plain.targets[rest]).all()
+    assert np.array(fixed.sources)[rest].tolist() == np.array(plain.sources)[rest].tolist()
+
+
+def test_the_shipped_label_fixes_name_photos_and_labels_of_the_triage_model() -> None:
+    import csv
+
+    with open(train.LABEL_FIXES, newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and all(r["label"] == "not_cattle" and r["why"].strip() for r in rows)
+    assert all(r["file"].split("/")[0] in ("lumpy_skin", "normal_skin", "fmd") for r in rows)
+    assert len({r["file"] for r in rows}) == len(rows)
+
+
 def test_a_source_is_left_out_whole_but_for_labels_only_it_has() -> None:
     targets = np.array([0, 0, 1, 1, 1, 2, 2])
     sources = np.array(["a", "a", "a", "b", "c", "c", "d"], dtype=object)

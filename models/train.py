@@ -41,6 +41,7 @@ import math
 import sys
 import time
 import typing
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -302,7 +303,8 @@ def relabelled(data: Dataset, csv_file: Path) -> Dataset:
     """``data`` with the corrections of ``csv_file`` (columns ``file``, ``label``, ``why``): each photo whose path
     ends with a row's ``file`` gets that row's label, and a source of its own (its collection's name + the label),
     so that leaving it out never leaves a whole collection out. Rows naming a label the model lacks, or no photo
-    given, are skipped: the corrections are for one public data set, and any copy of it.
+    given, are skipped: the corrections are for one public data set, and any copy of it (a warning names the rows
+    that found no photo when others did).
 
     Why: the public lumpy-skin data set files electron micrographs, a histology slide, line drawings, a laptop banner
     and vaccine vials under *lumpy skin*, and clip art and a web-shop screenshot under *normal skin* (each viewed;
@@ -313,12 +315,18 @@ def relabelled(data: Dataset, csv_file: Path) -> Dataset:
     with open(csv_file, newline="", encoding="utf-8") as f:
         fixes = [(row["file"].strip().replace("\\", "/"), row["label"].strip()) for row in csv.DictReader(f)]
     targets, sources = data.targets.copy(), list(data.sources)
+    found = set()
     for i, path in enumerate(data.paths):
         posix = Path(path).as_posix()
         for file, label in fixes:
-            if label in data.labels and (posix == file or posix.endswith("/" + file)):
-                targets[i] = data.labels.index(label)
-                sources[i] = f"{sources[i]} · relabelled {label}"
+            if posix == file or posix.endswith("/" + file):
+                found.add(file)
+                if label in data.labels:
+                    targets[i] = data.labels.index(label)
+                    sources[i] = f"{sources[i]} · relabelled {label}"
+    missing = [file for file, _ in fixes if file not in found]
+    if found and missing:  # the data set the corrections are for, without some of its photos: renamed, or a typo
+        warnings.warn(f"{csv_file}: no photo found for {len(missing)} row(s): {', '.join(missing)}", stacklevel=2)
     return replace(data, targets=targets, sources=sources)
 
 

@@ -724,7 +724,8 @@ def test_relabel_csv_gives_a_misfiled_photo_its_label_and_a_source_of_its_own(da
     )
     kinds = ["lumpy_skin", "normal_skin"]
     plain = train.scan(data_dir, kinds, [data_dir / "not_cattle"], relabel=None)
-    fixed = train.scan(data_dir, kinds, [data_dir / "not_cattle"], relabel=fixes)
+    with pytest.warns(UserWarning, match=r"no photo found for 1 row\(s\): lumpy_skin/nowhere.png$"):
+        fixed = train.scan(data_dir, kinds, [data_dir / "not_cattle"], relabel=fixes)
     at = {f"{p.parent.name}/{p.name}": i for i, p in enumerate(fixed.paths)}
     moved = at["lumpy_skin/lumpy_skin_1.png"]
     assert fixed.labels[fixed.targets[moved]] == "not_cattle" and plain.labels[plain.targets[moved]] == "lumpy_skin"

@@ -9,6 +9,7 @@ calibrated probability: *possible … — have a veterinarian confirm* below ``S
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from models.i18n import ENGLISH, text, translate
@@ -35,11 +36,19 @@ def short_name(label: str, lang: str = ENGLISH) -> str:
     return text(f"short.{label}", lang) if label in SHORT_NAMED else label.replace("_", " ")
 
 
+def whole_percent(p: float) -> float:
+    """``p`` rounded down to a whole percent: a number shown never reaches a threshold the model did not (no sign at
+    83.96 % reads 83 %, not the 84 % that answers it; a possible disease at 79.6 % reads 79 %, not the 80 % of
+    *likely*)."""
+    return math.floor(p * 100 + 1e-9) / 100
+
+
 def percent(p: float, lang: str = ENGLISH) -> str:
-    """A probability for a headline: never 0 % or 100 %, which would read as certainty."""
+    """A probability for a headline, rounded down (``whole_percent``): never 0 % or 100 %, which would read as
+    certainty."""
     if p > 0.99:
         return text("percent.over", lang)
-    return text("percent.under", lang) if p < 0.01 else text("percent", lang, value=f"{p * 100:.0f}")
+    return text("percent.under", lang) if p < 0.01 else text("percent", lang, value=f"{whole_percent(p) * 100:.0f}")
 
 
 def name(label: str, lang: str = ENGLISH) -> str:
@@ -149,12 +158,12 @@ def numbers(photo: PhotoVerdict, lang: str = ENGLISH) -> dict[str, float]:
     refused with a reason (unusable, or unlike the training cattle) has no number at all: the gate's probability
     did not decide it, and "cattle 90 %" beside "not a cattle photo" would contradict the answer. Each number is
     held within ``SHOWN_RANGE``: a chart at 100 % or 0 % reads as a certainty the model does not have (the
-    headline says "over 99 %")."""
+    headline says "over 99 %"), and rounded down to a whole percent, as the headline's (``whole_percent``)."""
     out = {} if photo.gate is None or photo.reason else {short_name("cattle", lang): 1 - photo.gate}
     if photo.verdict not in (NOT_CATTLE, UNUSABLE):
         out |= {short_name(k, lang): v for k, v in photo.probabilities.items()}
     low, high = SHOWN_RANGE
-    return {k: round(min(max(v, low), high), 6) for k, v in out.items()}
+    return {k: min(max(whole_percent(v), low), high) for k, v in out.items()}
 
 
 def table_rows(case: CaseVerdict, names: Sequence[str], lang: str = ENGLISH) -> tuple[list[str], list[list[str]]]:

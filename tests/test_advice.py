@@ -77,6 +77,19 @@ def test_the_numbers_shown_never_read_as_certainty() -> None:
     assert "over 99%" in advice.headline(case)
 
 
+def test_a_number_shown_never_reaches_a_threshold_the_model_did_not() -> None:
+    """Rounded down: no sign at 83.96 % against an 84 % threshold is *inconclusive* and must not read "84 %"; an
+    alarm at 79.6 % is *possible* (below 80 %), and must not read "80 %"."""
+    unsure = triage.PhotoVerdict(triage.INCONCLUSIVE, {LUMPY: 0.1504, CLEAR: 0.8396, FMD: 0.01}, gate=0.0049)
+    assert advice.numbers(unsure) == {"cattle": 0.99, "lumpy skin": 0.15, "no sign": 0.83, "FMD": 0.01}
+    case = triage.CaseVerdict(triage.INCONCLUSIVE, unsure.probabilities, [unsure])
+    assert advice.table_rows(case, ["cow.jpg"])[1] == [["cow.jpg", "inconclusive", "99%", "15%", "83%", "1%"]]
+    assert advice.headline(_case(LUMPY, 0.796, 0.2, 0.004)) == (
+        "Possible lumpy skin disease (79%) — have a veterinarian confirm"
+    )
+    assert advice.whole_percent(0.57) == 0.57 and advice.whole_percent(0.2999) == 0.29
+
+
 def test_long_photo_names_are_shortened_in_the_table_keeping_their_end() -> None:
     assert advice.shown_name("cow.jpg") == "cow.jpg"
     shown = advice.shown_name("IMG_20261203_141502.jpg")

@@ -138,7 +138,7 @@ def test_classify_json_gives_the_case_and_each_photo_as_models_predict_does(
     table = [line.strip("|").split("|") for line in details.splitlines() if line.startswith("| cow")]
     for row, cells in zip(result["photos"], table, strict=True):  # each photo's own numbers, in order
         assert [c.strip() for c in cells] == [row["file"], advice.name(row["verdict"])] + [
-            f"{v:.0%}" for v in row["probabilities"].values()
+            f"{advice.whole_percent(v):.0%}" for v in row["probabilities"].values()
         ]
 
 

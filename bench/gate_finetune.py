@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import csv
 import sys
 from pathlib import Path
 
@@ -25,6 +24,8 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from gate_subcollections import shipped_photos, subcollection
 
 from models import train
 from models.lite import build_lite
@@ -90,28 +91,12 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=1e-4, help="the block's; the probe's is 10 times it")
     parser.add_argument("--l2-sp", type=float, default=0.01, help="pull of the tuned weights to ImageNet's")
     args = parser.parse_args()
-    d = args.data
-    data = train.scan(
-        d / "cattle",
-        ["lumpy_skin", "normal_skin", "fmd"],
-        [d / "cattle_gate/not_cattle", d / "cattle_gate/not_cattle_farm", args.synthetic],
-        [d / "cattle/healthy_closeup"],
-        "normal_skin",
-        d / "sources_extra.csv",
-    )
-    with open(d / "sources_extra.csv", newline="", encoding="utf-8") as f:
-        where = {(d / row["file"]).resolve(): row["source_path"] for row in csv.DictReader(f)}
-    cached = torch.load(args.feature_cache)
-    if cached["key"][0] != [str(p) for p in data.paths]:
-        sys.exit(f"{args.feature_cache}: cached for other photos (or another order): train with the same folders")
+    data, where, cached = shipped_photos(args.data, args.synthetic, args.feature_cache)
     feats = cached["feats"]
     y = (data.targets == data.labels.index(data.gate_label)).astype(int)
     source = np.array(data.sources, dtype=object)
     sub = np.array(
-        [
-            f"{s} · {where[Path(p).resolve()].split('/')[1]}" if where.get(Path(p).resolve(), "").count("/") >= 2 else s
-            for p, s in zip(data.paths, data.sources, strict=True)
-        ],
+        [subcollection(p, s, where.get(Path(p).resolve()), None) for p, s in zip(data.paths, source, strict=True)],
         dtype=object,
     )
     kind = np.array([photo_kind(s, bool(g)) for s, g in zip(source, y, strict=True)])

@@ -45,6 +45,26 @@ def subcollection(path: Path, source: str, source_path: str | None, imagenet_ran
     return source
 
 
+def shipped_photos(d: Path, synthetic: Path, feature_cache: Path) -> tuple[train.Dataset, dict[Path, str], dict]:
+    """The built-in model's photos as its model card's training command scans them, each one's ``source_path`` in
+    the provenance CSV, and the trunk features ``models.train --feature-cache`` saved for them (exits if they were
+    cached for other photos)."""
+    data = train.scan(
+        d / "cattle",
+        ["lumpy_skin", "normal_skin", "fmd"],
+        [d / "cattle_gate/not_cattle", d / "cattle_gate/not_cattle_farm", synthetic],
+        [d / "cattle/healthy_closeup"],
+        "normal_skin",
+        d / "sources_extra.csv",
+    )
+    with open(d / "sources_extra.csv", newline="", encoding="utf-8") as f:
+        where = {(d / row["file"]).resolve(): row["source_path"] for row in csv.DictReader(f)}
+    cached = torch.load(feature_cache)
+    if cached["key"][0] != [str(p) for p in data.paths]:
+        sys.exit(f"{feature_cache}: cached for other photos (or another order): train with the same folders")
+    return data, where, cached
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="the data folder: cattle/, cattle_gate/, sources_extra.csv")
@@ -53,21 +73,8 @@ def main() -> None:
     parser.add_argument("--model", default=DEFAULT_MODEL_ID, help="whose policy (gate threshold) scores it")
     parser.add_argument("--source-power", type=float, help="as models.train's (default: the model's)")
     args = parser.parse_args()
-    d = args.data
-    data = train.scan(
-        d / "cattle",
-        ["lumpy_skin", "normal_skin", "fmd"],
-        [d / "cattle_gate/not_cattle", d / "cattle_gate/not_cattle_farm", args.synthetic],
-        [d / "cattle/healthy_closeup"],
-        "normal_skin",
-        d / "sources_extra.csv",
-    )
-    with open(d / "sources_extra.csv", newline="", encoding="utf-8") as f:
-        where = {(d / row["file"]).resolve(): row["source_path"] for row in csv.DictReader(f)}
+    data, where, cached = shipped_photos(args.data, args.synthetic, args.feature_cache)
     policy = Policy.from_dict(data.labels, json.loads(Path(args.model, "config.json").read_text())["triage"])
-    cached = torch.load(args.feature_cache)
-    if cached["key"][0] != [str(p) for p in data.paths]:
-        sys.exit(f"{args.feature_cache}: cached for other photos (or another order): train with the same folders")
     trained = json.loads(Path(args.model, "metrics.json").read_text()).get("training", {})  # the model's own recipe
     penalties = {k: trained[k] for k in ("l2", "l2_gate") if k in trained}
     source_power = trained.get("source_power", train.SOURCE_POWER) if args.source_power is None else args.source_power

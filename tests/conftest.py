@@ -140,9 +140,13 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def browser() -> Iterator[Browser]:
     """One Chromium for every browser test of a test process: Playwright's sync API cannot be started twice in one
     process while the first is running (a fixture per test module did that when two modules shared a worker)."""
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
     from test_browser import CHROMIUM_FLAGS, _chromium
 
+    # An assertion waits up to 20 s, not Playwright's 5: on 2 cores shared with the other tests a Gradio round trip
+    # (a language switch, a region picked) took longer once and failed a test that passes alone. A condition that is
+    # never met still fails; it only fails later.
+    expect.set_options(timeout=20_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=_chromium(), args=CHROMIUM_FLAGS)
         yield browser

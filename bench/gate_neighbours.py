@@ -21,11 +21,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gate_subcollections import shipped_photos
+from gate_subcollections import shipped_photos, shipped_pooled
 
 from models import train, triage
 from models.classifier import DEFAULT_MODEL_ID
-from models.lite import build_lite
 
 KINDS = {
     "goats": "not_cattle_farm · ShahAbdulMunim/Farm-animal-breed-detection-FYP2-",
@@ -62,8 +61,7 @@ def main() -> None:
     if not np.array_equal(saved["targets"], targets):
         sys.exit(f"{args.predictions}: predictions of other photos")
     policy = triage.Policy.from_dict(data.labels, json.loads((args.model / "config.json").read_text())["triage"])
-    base = build_lite(dict(enumerate(data.labels)), readout=True, image_size=320, variant=cached["key"][-1])
-    pooled = train.pool_views(base, cached["feats"], len(base.efficientnet.encoder.blocks) - 1)
+    _, pooled = shipped_pooled(data, cached)
     _, columns = triage.load_reference(args.model / triage.REFERENCE_FILE)
     x = triage.reference_features(pooled[:, :2].mean(dim=1).numpy(), columns)
     groups = train.join_similar(cached["groups"].numpy(), pooled[:, 0])

@@ -65,6 +65,15 @@ def shipped_photos(d: Path, synthetic: Path, feature_cache: Path) -> tuple[train
     return data, where, cached
 
 
+def shipped_pooled(data: train.Dataset, cached: dict) -> tuple[torch.nn.Module, torch.Tensor]:
+    """The shipped model's network (its head not fitted) and the pooled final features (photos, views, channels) of
+    :func:`shipped_photos`'s cached trunk outputs, as its head reads them (the readout's last block run on them)."""
+    base = build_lite(
+        dict(enumerate(data.labels)), readout=True, image_size=train.TRAINED_IMAGE_SIZE, variant=cached["key"][-1]
+    )
+    return base, train.pool_views(base, cached["feats"], len(base.efficientnet.encoder.blocks) - 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", type=Path, help="the data folder: cattle/, cattle_gate/, sources_extra.csv")
@@ -80,9 +89,7 @@ def main() -> None:
     source_power = trained.get("source_power", train.SOURCE_POWER) if args.source_power is None else args.source_power
     config = train.TrainConfig(source_power=source_power, backbone=cached["key"][-1], **penalties)  # cache's backbone
     feats = cached["feats"]
-    base = build_lite(dict(enumerate(data.labels)), readout=True, image_size=config.image_size, variant=config.backbone)
-    last = len(base.efficientnet.encoder.blocks) - 1
-    pooled = train.pool_views(base, feats, last)
+    base, pooled = shipped_pooled(data, cached)
     x = torch.cat([pooled, feats.float().mean(dim=(3, 4))], dim=-1)
     unlike = np.zeros(len(data.paths), bool)
     if policy.reference_distance is not None:

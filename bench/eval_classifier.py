@@ -187,8 +187,8 @@ def main() -> int:
             photo_logits, photo_distances = m.scores([read_photo(path)])  # as the app decides: gate and reference
             times.append((time.perf_counter() - start) * 1000)
             logits.append(photo_logits[0])
-            distances.append(np.nan if photo_distances is None else photo_distances[0])
-    reference = None if policy.reference_distance is None else np.array(distances)
+            distances.append(np.full(2, np.nan) if photo_distances is None else photo_distances[0])
+    reference = np.array(distances) if policy.uses_reference else None
     result = train.evaluate(policy, np.array(logits), targets, reference)
     print(f"model {args.model}: {len(paths)} photos ({args.split}), policy {json.dumps(policy.to_dict())}")
     print(table([(f"{args.split} ({len(paths)} photos)", result), ("CV out-of-fold", metrics["cross_validation"])]))

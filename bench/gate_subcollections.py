@@ -1,7 +1,8 @@
 """The gate on a new collection of a kind it was shown: each goat breed, horse breed, block of ImageNet classes and
 kind of generated picture left out in turn, predicted by a head fitted on everything else with the training's own
-recipe, scored at the model's gate threshold, and with the model's reference (distance to the training cattle,
-which holds no non-cattle photo to leave out) where its policy has one.
+recipe, scored at the model's gate threshold, and with the model's reference where its policy has one (distance to
+the training cattle, which holds no non-cattle photo to leave out, and nearness to the training non-cattle photos,
+those of the sub-collection left out taken out).
 
 Why beside leave-one-source-out: leaving the one goat collection out leaves no goat at all, which measures an
 animal never shown (sheep, camels). A user's goat photo is more like a goat breed the model never saw; ImageNet's
@@ -29,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from models import train
 from models.classifier import DEFAULT_MODEL_ID
 from models.lite import build_lite
-from models.triage import REFERENCE_FILE, Policy, load_reference, reference_distance, reference_features
+from models.triage import REFERENCE_FILE, Policy, load_reference, reference_distances, reference_features
 
 IMAGENET_BLOCKS = 8
 
@@ -91,13 +92,21 @@ def main() -> None:
     feats = cached["feats"]
     base, pooled = shipped_pooled(data, cached)
     x = torch.cat([pooled, feats.float().mean(dim=(3, 4))], dim=-1)
-    unlike = np.zeros(len(data.paths), bool)
-    if policy.reference_distance is not None:
-        reference, columns = load_reference(Path(args.model, REFERENCE_FILE))
-        mean = pooled[:, :2].mean(dim=1) if policy.mirror else pooled[:, 0]
-        distances = reference_distance(reference_features(mean.numpy(), columns), reference, policy.reference_k)
-        unlike = policy.unlike_cattle(distances, len(distances))
     gate = data.labels.index(data.gate_label)
+    reference = load_reference(Path(args.model, REFERENCE_FILE)) if policy.uses_reference else None
+    if reference is not None:
+        mean = pooled[:, :2].mean(dim=1) if policy.mirror else pooled[:, 0]
+        features = reference_features(mean.numpy(), reference.columns)
+
+    def unlike(left: np.ndarray) -> np.ndarray:
+        """The reference's verdict on the ``left`` photos, compared with the non-cattle photos of everything else (the
+        shipped file holds them all) and the shipped cattle photos (none is left out)."""
+        if reference is None:
+            return np.zeros(int(left.sum()), bool)
+        others = features[~left & (data.targets == gate)] if policy.neighbour_margin is not None else None
+        distances = reference_distances(policy, features[left], reference.cattle, others)
+        return policy.unlike_cattle(distances, len(distances))
+
     imagenet = sorted(i for i, s in enumerate(data.sources) if s == "not_cattle")
     rank = {i: r * IMAGENET_BLOCKS // len(imagenet) for r, i in enumerate(imagenet)}
     sub = np.array(
@@ -117,7 +126,7 @@ def main() -> None:
         with torch.no_grad():
             logits = head.classifier(x[left][:, :2]).mean(1).double().numpy()
         by_gate[name] = policy.gate_probability(logits) >= policy.gate_threshold
-        turned[name] = by_gate[name] | unlike[left]
+        turned[name] = by_gate[name] | unlike(left)
     print(f"gate threshold {policy.gate_threshold} ({args.model}); each sub-collection left out in turn")
     print("| sub-collection left out | photos | turned away | by the gate alone |\n|---|---|---|---|")
     for name, hit in turned.items():

@@ -49,10 +49,11 @@ from models.triage import (
     UNUSABLE,
     CaseVerdict,
     PhotoVerdict,
+    Reference,
     case_verdict,
     load_reference,
     photo_verdicts,
-    reference_distance,
+    reference_distances,
     reference_features,
 )
 from models.triage import Policy as TriagePolicy
@@ -273,10 +274,11 @@ def _load(model_id: str) -> tuple[torch.nn.Module, Any]:
     return model, processor
 
 
-def _load_reference(model_id: str, policy: TriagePolicy) -> tuple[np.ndarray, np.ndarray] | None:
-    """The training cattle photos' features and their columns (``models.triage.REFERENCE_FILE``) for a model whose
-    policy turns away photos unlike them, else ``None``; a policy that asks for a missing file is a load error."""
-    if policy.reference_distance is None:
+def _load_reference(model_id: str, policy: TriagePolicy) -> Reference | None:
+    """The training photos' features and their columns (``models.triage.REFERENCE_FILE``) for a model whose policy
+    compares photos with them, else ``None``; a policy that asks for a missing file, or for non-cattle features the
+    file does not hold, is a load error."""
+    if not policy.uses_reference:
         return None
     try:
         local = Path(model_id).expanduser()
@@ -286,7 +288,10 @@ def _load_reference(model_id: str, policy: TriagePolicy) -> tuple[np.ndarray, np
             from huggingface_hub import hf_hub_download
 
             path = Path(hf_hub_download(model_id, REFERENCE_FILE))
-        return load_reference(path)
+        reference = load_reference(path)
+        if policy.neighbour_margin is not None and reference.non_cattle is None:
+            raise ValueError("it holds no non-cattle features, which the policy's neighbour_margin compares with")
+        return reference
     except Exception as exc:  # missing, offline or damaged: the model cannot decide without it
         raise ModelLoadError(
             f"The classifier could not be loaded: its policy needs {REFERENCE_FILE} beside its weights "
@@ -302,8 +307,8 @@ class LoadedModel:
     processor: Any
     device: torch.device
     model_id: str
-    reference: tuple[np.ndarray, np.ndarray] | None = None
-    """The training cattle photos' features and the pooled columns they use (``_load_reference``), or ``None``."""
+    reference: Reference | None = None
+    """The training photos' features and the pooled columns they use (``_load_reference``), or ``None``."""
 
     def logits(self, images: Sequence[Image.Image]) -> np.ndarray:
         """Raw logits, (images, labels), on the CPU as float64 numpy; averaged with the mirror images' where the
@@ -311,9 +316,9 @@ class LoadedModel:
         return self.scores(images)[0]
 
     def scores(self, images: Sequence[Image.Image]) -> tuple[np.ndarray, np.ndarray | None]:
-        """The logits (as :meth:`logits`) and, for a model with a reference, each photo's distance from the training
-        cattle photos (``models.triage.reference_distance``, of the pooled features the classifier reads, averaged
-        with the mirror image's like the logits), else ``None``. One forward pass gives both."""
+        """The logits (as :meth:`logits`) and, for a model with a reference, each photo's distances from the training
+        cattle and non-cattle photos (``models.triage.reference_distances``, of the pooled features the classifier
+        reads, averaged with the mirror image's like the logits), else ``None``. One forward pass gives both."""
         policy = self.triage_policy  # built from the config: once per call
         inputs = self.processor(images=list(images), return_tensors="pt")
         pixel_values = inputs["pixel_values"].to(self.device)
@@ -334,9 +339,10 @@ class LoadedModel:
             return logits, None
         features = pooled[0].float().cpu().numpy()
         features = features.reshape(-1, len(images), features.shape[-1]).mean(axis=0)
-        reference, columns = self.reference
-        distances = reference_distance(reference_features(features, columns), reference, policy.reference_k)
-        return logits, distances
+        ref = self.reference
+        mine = reference_features(features, ref.columns)
+        non_cattle = ref.non_cattle if policy.neighbour_margin is not None else None
+        return logits, reference_distances(policy, mine, ref.cattle, non_cattle)
 
     def predict(self, images: Sequence[Image.Image], top_k: int = 5) -> list[dict[str, float]]:
         """Top-``top_k`` ``label -> probability`` per image (uncalibrated softmax over every label), plain floats."""

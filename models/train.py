@@ -97,6 +97,13 @@ REFERENCE_K = 5
 """A photo's distance to the training cattle is to its 5 most similar (``models.triage.reference_distance``); on the
 cached features, leave one source out, the reference alone with k = 1 / 5 / 20 turned away 95 / 95 / 95 % of the
 ImageNet sample at 2 % of cattle photos: one look-alike photo should not vouch alone."""
+NEIGHBOUR_K = 10
+"""A photo's similarity to the training non-cattle photos is to its 10 most similar (``models.triage``'s neighbour
+check): on the shipped model's out-of-fold predictions, with the reference's 5 for the cattle side, k = 10 turned
+away more goats of known collections (grouped CV) within the same 2 % of cattle left out than k = 5, which the choice
+of operating point left off (docs/triage-model.md)."""
+NEIGHBOUR_MARGINS = np.round(np.arange(-0.05, 0.0201, 0.005), 3)
+"""Where the neighbour check's margin is looked for (cosine; ``None``, no check, is a candidate too)."""
 REFERENCE_QUANTILES = np.arange(0.95, 0.99999, 0.0025)
 """Where the reference's threshold is looked for: these quantiles of the cattle photos' out-of-source distances."""
 ALERT_MISSED_LIMIT = 0.05
@@ -200,6 +207,12 @@ class TrainConfig:
     )
     """The reference beside the gate (``models.triage``); 5 (``REFERENCE_K``): the gate alone let most of a kind of
     non-cattle photo it never saw through."""
+    neighbour_k: int = _setting(
+        NEIGHBOUR_K,
+        "with a reference: also turn away photos nearer their K most similar training non-cattle photos (0: off)",
+    )
+    """The neighbour check beside the reference (``models.triage``); 10 (``NEIGHBOUR_K``); its margin is chosen with
+    the gate's threshold, and may be none."""
     leave_source_out: bool = _setting(
         True, "leave-one-source-out fits choose the policy (off: grouped CV alone chooses it)"
     )
@@ -238,6 +251,7 @@ class TrainConfig:
             "source_power": (0 <= self.source_power <= 1, "in [0, 1]"),
             "max_cattle_rejected": (0 <= self.max_cattle_rejected < 1, "in [0, 1)"),
             "reference_k": (self.reference_k >= 0, "0 or more"),
+            "neighbour_k": (self.neighbour_k >= 0, "0 or more"),
             "tune_from": (self.tune_from is None or 0 <= self.tune_from <= self.blocks, f"in [0, {self.blocks}]"),
             "image_size": (self.image_size >= 32, "32 or more: the backbone shrinks a photo 32 times"),
             "train_fraction": (0 < self.train_fraction <= 1, "in (0, 1]"),
@@ -734,13 +748,17 @@ def choose_operating_point(
     Gate: the threshold that turns away the most non-cattle photos (on a tie, the fewest cattle photos, then the
     lowest threshold) while turning away at most ``max_cattle_rejected`` of the cattle photos: a cattle photo turned
     away is a case never triaged, so 2 in 100 may be, inside the 3 % the project allows. With ``distances`` (each
-    photo's out-of-fold ``triage.reference_distance``) the reference's threshold is chosen with it, among
-    ``REFERENCE_QUANTILES`` of the cattle photos' distances or none: the pair that turns away the most non-cattle
-    photos within that share (then the fewest cattle photos, then the larger distance). Neither may turn away more
-    than that share of a notifiable disease's photos either: such a photo turned away is a case missed. "The most
-    non-cattle photos" is their share averaged over their ``sources`` when given: the 498 ImageNet photos would
-    otherwise outvote 116 goats (leave one source out: goats turned away 17 % against 22 %, the ImageNet sample 96 %
-    against 90 %).
+    photo's out-of-fold ``triage.reference_distances``) the reference's threshold is chosen with it, among
+    ``REFERENCE_QUANTILES`` of the cattle photos' distances or none, and where they hold distances to the non-cattle
+    photos too, the neighbour check's margin, among ``NEIGHBOUR_MARGINS`` or none: the combination that turns away
+    the most non-cattle photos within that share (then the fewest cattle photos, then the larger distance and
+    margin). None may turn away more than that share of a notifiable disease's photos either: such a photo turned
+    away is a case missed. "The most non-cattle photos" is their share averaged over their ``sources`` when given:
+    the 498 ImageNet photos would otherwise outvote 116 goats (leave one source out: goats turned away 17 % against
+    22 %, the ImageNet sample 96 % against 90 %). With ``within``, the limits hold for both sets of predictions and
+    the share is the mean of both (each by source): the project asks for non-cattle turned away on new collections
+    and on new photos of the collections it has, and the out-of-source share alone barely tells margins apart (a
+    collection left out takes all of its kind with it: the whole goat collection left out leaves no goat to be near).
 
     Triage thresholds are scored as the app answers: a photo the gate or the reference turns away is not answered,
     and is a case missed when it shows a notifiable disease. Among thresholds that miss at most
@@ -770,7 +788,7 @@ def choose_operating_point(
     temperature = triage.fit_temperature(logits[tri][:, [idx[x] for x in policy.triage_labels]], tri_y)
     policy = _replace(policy, temperature=temperature)
     if policy.gate_label is not None:
-        policy = _choose_gate(policy, logits, targets, max_cattle_rejected, distances, sources)
+        policy = _choose_gate(policy, Predictions(logits, targets, distances, sources), max_cattle_rejected, within)
     # the first alert (lumpy skin) finely, the others coarsely: the grid is their product
     grids = [np.arange(0.05, 0.951, 0.025 if i == 0 else 0.05) for i in range(len(policy.alert_labels))]
     candidates = [
@@ -827,11 +845,13 @@ def choose_operating_point(
 @dataclass(frozen=True)
 class Predictions:
     """Out-of-fold predictions of photos with known targets: logits, targets and (for a model with a reference)
-    ``triage.reference_distance``."""
+    ``triage.reference_distances``."""
 
     logits: np.ndarray
     targets: np.ndarray
     distances: np.ndarray | None = None
+    sources: np.ndarray | None = None
+    """Each photo's collection: the gate is chosen on the share of non-cattle photos it turns away per collection."""
 
 
 def _triage_scores(policy: triage.Policy, candidates: Sequence[triage.Policy], data: Predictions) -> np.ndarray:
@@ -856,37 +876,59 @@ def _triage_scores(policy: triage.Policy, candidates: Sequence[triage.Policy], d
 
 
 def _choose_gate(
-    policy: triage.Policy,
-    logits: np.ndarray,
-    targets: np.ndarray,
-    max_cattle_rejected: float,
-    distances: np.ndarray | None,
-    sources: np.ndarray | None,
+    policy: triage.Policy, new: Predictions, max_cattle_rejected: float, within: Predictions | None = None
 ) -> triage.Policy:
-    """``choose_operating_point``'s gate threshold and reference distance (see there)."""
-    gate_p = policy.gate_probability(logits)
-    is_gate = targets == policy.labels.index(policy.gate_label)
-    kinds = np.zeros(len(targets)) if sources is None else np.asarray(sources)
-    not_cattle = [is_gate & (kinds == k) for k in np.unique(kinds[is_gate])]
-    alerts = [rows for x in policy.alert_labels if (rows := targets == policy.labels.index(x)).any()]
+    """``choose_operating_point``'s gate threshold, reference distance and neighbour margin (see there)."""
+    scored = [_GateView(policy, new)] + ([_GateView(policy, within)] if within is not None else [])
     grid = np.round(np.arange(0.05, 0.96, 0.05), 2)
     references: list[float | None] = [None]
-    if distances is not None and (~is_gate).any():
-        cattle = np.asarray(distances, dtype=np.float64)[~is_gate]
+    margins: list[float | None] = [None]
+    first = scored[0]
+    if first.distances is not None and (~first.is_gate).any():
+        cattle = first.distances[~first.is_gate, 0]
         references += sorted({round(float(np.quantile(cattle, q)), 6) for q in REFERENCE_QUANTILES}, reverse=True)
+        if not np.isnan(first.distances[:, 1]).all():
+            margins += [float(m) for m in NEIGHBOUR_MARGINS]
     best, best_key = None, None
-    for threshold in grid:
-        gated = gate_p >= threshold
-        for reference in references:
-            away = gated if reference is None else gated | (distances > reference)
-            cattle_away = away[~is_gate].mean() if (~is_gate).any() else 0.0
-            if cattle_away > max_cattle_rejected or any(away[rows].mean() > max_cattle_rejected for rows in alerts):
-                continue
-            key = (float(np.mean([away[rows].mean() for rows in not_cattle])) if not_cattle else 0.0, -cattle_away)
+    for threshold, reference, margin in itertools.product(grid, references, margins):
+        shares, cattle_away = [], []
+        for view in scored:
+            away = view.turned_away(threshold, reference, margin)
+            cattle_away.append(away[~view.is_gate].mean() if (~view.is_gate).any() else 0.0)
+            if cattle_away[-1] > max_cattle_rejected or any(away[r].mean() > max_cattle_rejected for r in view.alerts):
+                break
+            shares.append(float(np.mean([away[rows].mean() for rows in view.not_cattle])) if view.not_cattle else 0.0)
+        else:
+            key = (float(np.mean(shares)), -cattle_away[0])
             if best_key is None or key > best_key:
-                best, best_key = (threshold, reference), key
-    threshold, reference = best if best is not None else (max(grid), None)
-    return _replace(policy, gate_threshold=float(threshold), reference_distance=reference)
+                best, best_key = (threshold, reference, margin), key
+    threshold, reference, margin = best if best is not None else (max(grid), None, None)
+    return _replace(policy, gate_threshold=float(threshold), reference_distance=reference, neighbour_margin=margin)
+
+
+class _GateView:
+    """One set of out-of-fold predictions as ``_choose_gate`` scores it: the gate's probabilities, which photos are
+    not cattle (by source), which show a notifiable disease, and the reference's distances (as (n, 2), or ``None``)."""
+
+    def __init__(self, policy: triage.Policy, data: Predictions) -> None:
+        self.gate_p = policy.gate_probability(data.logits)
+        targets = np.asarray(data.targets)
+        self.is_gate = targets == policy.labels.index(policy.gate_label)
+        kinds = np.zeros(len(targets)) if data.sources is None else np.asarray(data.sources)
+        self.not_cattle = [self.is_gate & (kinds == k) for k in np.unique(kinds[self.is_gate])]
+        self.alerts = [rows for x in policy.alert_labels if (rows := targets == policy.labels.index(x)).any()]
+        self.distances = None
+        if data.distances is not None:
+            d = np.asarray(data.distances, dtype=np.float64)
+            self.distances = np.column_stack([d, np.full(len(d), np.nan)]) if d.ndim == 1 else d
+
+    def turned_away(self, threshold: float, reference: float | None, margin: float | None) -> np.ndarray:
+        away = self.gate_p >= threshold
+        if reference is not None:
+            away = away | (self.distances[:, 0] > reference)
+        if margin is not None:
+            away = away | (self.distances[:, 0] - self.distances[:, 1] > margin)
+        return away
 
 
 def _replace(policy: triage.Policy, **changes: float) -> triage.Policy:
@@ -1065,6 +1107,7 @@ def train(
             "alerts": alerts,
             "mirror": config.views > 1,
             "reference_k": config.reference_k,
+            "neighbour_k": config.neighbour_k,
         },
     )
     # the reference: the pooled features the saved classifier reads (its readout's slots aside), photo and mirror
@@ -1077,8 +1120,9 @@ def train(
     )
 
     def distances_of(scored: np.ndarray, fitted: np.ndarray) -> np.ndarray:
-        cattle = fitted[in_reference[fitted]]
-        return triage.reference_distance(reference_x[scored], reference_x[cattle], config.reference_k)
+        cattle, non_cattle = fitted[in_reference[fitted]], fitted[~in_reference[fitted]]
+        others = reference_x[non_cattle] if config.neighbour_k > 0 else None
+        return triage.reference_distances(policy, reference_x[scored], reference_x[cattle], others)
 
     sources = data.sources or [p.parent.name for p in data.paths]
 
@@ -1129,7 +1173,7 @@ def train(
     for r in range(config.cv_repeats if config.folds > 1 else 0):
         fold_of = grouped_folds(data.groups[fit], data.targets[fit], config.folds, seed=config.seed + r)
         oof = np.zeros((len(fit_idx), len(data.labels)))
-        oof_d = np.zeros(len(fit_idx))
+        oof_d = np.full((len(fit_idx), 2), np.nan)
         for k in range(config.folds):
             rows = subsample_groups(
                 fit_idx[fold_of != k], data.groups, config.train_fraction, seed=config.seed + r * config.folds + k
@@ -1148,7 +1192,7 @@ def train(
     fit_targets = data.targets[fit]
     fit_sources = np.array([sources[i] for i in fit_idx], dtype=object)
     out_of_source = oof_logits[0].copy() if oof_logits else np.full((len(fit_idx), len(data.labels)), np.nan)
-    out_of_source_d = oof_distances[0].copy() if oof_distances else np.full(len(fit_idx), np.nan)
+    out_of_source_d = oof_distances[0].copy() if oof_distances else np.full((len(fit_idx), 2), np.nan)
     method = np.full(len(fit_idx), "grouped CV" if oof_logits else "", dtype=object)
     left_out = sources_to_leave_out(fit_targets, fit_sources) if config.leave_source_out else {}
     for name, mask in tqdm(left_out.items(), desc="leave one source out", unit="source"):
@@ -1172,7 +1216,9 @@ def train(
             max_cattle_rejected=config.max_cattle_rejected,
             distances=None if out_of_source_d is None else out_of_source_d[scored],
             sources=fit_sources[scored],
-            within=Predictions(all_oof, all_targets, all_d) if oof_logits else None,
+            within=Predictions(all_oof, all_targets, all_d, np.tile(fit_sources, len(oof_logits)))
+            if oof_logits
+            else None,
         )
     if oof_logits:
         if not left_out:
@@ -1200,7 +1246,7 @@ def train(
                 predictions,
                 labels=np.array(data.labels),
                 logits=out_of_source[scored],
-                distances=np.full(int(scored.sum()), np.nan) if scored_d is None else scored_d,
+                distances=np.full((int(scored.sum()), 2), np.nan) if scored_d is None else scored_d,
                 targets=fit_targets[scored],
                 sources=fit_sources[scored].astype(str),
                 kinds=kinds[scored].astype(str),
@@ -1208,7 +1254,7 @@ def train(
                 files=np.array([str(data.paths[i]) for i in fit_idx[scored]]),
                 cv_logits=all_oof,
                 cv_targets=all_targets,
-                cv_distances=np.full(len(all_targets), np.nan) if all_d is None else all_d,
+                cv_distances=np.full((len(all_targets), 2), np.nan) if all_d is None else all_d,
             )
 
     fit_on(fit_idx, config.seed, "final")
@@ -1222,8 +1268,9 @@ def train(
     base.save_pretrained(out_dir)
     reference_file = out_dir / triage.REFERENCE_FILE
     reference_file.unlink(missing_ok=True)  # an earlier run's, into the same folder
-    if policy.reference_distance is not None:
-        triage.save_reference(out_dir, reference_x[fit_idx[in_reference[fit_idx]]], columns)
+    if policy.uses_reference:
+        non_cattle = reference_x[fit_idx[~in_reference[fit_idx]]] if policy.neighbour_margin is not None else None
+        triage.save_reference(out_dir, reference_x[fit_idx[in_reference[fit_idx]]], columns, non_cattle)
     processor = image_processor(config.image_size)
     processor.save_pretrained(out_dir)
     # transformers writes the backend-neutral name, which picks the torchvision backend where torchvision is
@@ -1264,6 +1311,7 @@ def train(
         )
         | {"l2": config.l2, "l2_gate": config.l2_gate, "source_power": config.source_power}
         | {"reference_k": config.reference_k if use_reference else 0}
+        | {"neighbour_k": config.neighbour_k if use_reference else 0}
         | (
             {}
             if config.tune == "head"

@@ -15,6 +15,11 @@ and the bench all decide with the same code. The policy lives in the model's ``c
   the weights) is ``not_cattle`` too. Why beside the gate: the gate learned from the few kinds of non-cattle photo
   it was shown and lets most of a kind it never saw through (leave one source out, the whole ImageNet sample left
   out: 54 % turned away); distance to cattle needs no example of what is not cattle (gate and reference: 90 %).
+* neighbours (``neighbour_margin``, ``neighbour_k``): a photo whose ``neighbour_k`` most similar non-cattle photos of
+  training (the reference file's ``non_cattle``) are more similar, on average, than its ``reference_k`` most similar
+  cattle photos, by more than ``neighbour_margin``, is ``not_cattle`` too. Why: the gate is one linear boundary, and a
+  new goat photo of a breed it was shown can fall on the cattle side of it while lying among the goats it learned
+  from (grouped CV, goats turned away 0.87 → 0.93, docs/triage-model.md).
 * triage probabilities: softmax of the triage labels' logits divided by ``temperature`` (temperature scaling,
   fitted on validation predictions). They are reported for every photo, gated or not.
 * mirror: when true, the logits are the mean of the photo's and its mirror image's (a cow facing left is the
@@ -46,8 +51,8 @@ INCONCLUSIVE = "inconclusive"
 NOTIFIABLE = ("lumpy_skin", "fmd")
 """Labels of notifiable diseases (lumpy skin disease, foot-and-mouth disease): the trainer makes them alerts."""
 REFERENCE_FILE = "cattle_reference.safetensors"
-"""The training cattle photos' :func:`reference_features` (``features``) and the pooled columns they use
-(``columns``), beside a model whose policy sets ``reference_distance``."""
+"""The training cattle photos' :func:`reference_features` (``features``), the pooled columns they use (``columns``)
+and, for a ``neighbour_margin``, the non-cattle photos' (``non_cattle``), beside a model whose policy uses them."""
 UNUSABLE = "unusable_photo"
 """A photo no model should answer (too small, blank, one flat colour): ``models.classifier.unusable_reason``."""
 
@@ -69,6 +74,10 @@ class Policy:
     reference_distance: float | None = None
     """Turned away beyond this :func:`reference_distance` from the training cattle photos; ``None``: no such check."""
     reference_k: int = 5
+    neighbour_margin: float | None = None
+    """Turned away when more like the training non-cattle photos than the cattle ones by this much (cosine); ``None``:
+    no such check."""
+    neighbour_k: int = 10
 
     @classmethod
     def from_config(cls, config: Any) -> Policy:
@@ -84,7 +93,7 @@ class Policy:
         gate = section.get("gate_label")
         triage = tuple(section.get("triage_labels") or [x for x in labels if x != gate])
         alerts = dict(section.get("alerts") or {})
-        distance = section.get("reference_distance")
+        distance, margin = section.get("reference_distance"), section.get("neighbour_margin")
         if section.get("alert_label"):  # the single-alert form of earlier models
             alerts[section["alert_label"]] = section.get("alert_threshold", 0.5)
         missing = [x for x in (*triage, *alerts, *([gate] if gate else [])) if x not in labels]
@@ -101,6 +110,8 @@ class Policy:
             mirror=bool(section.get("mirror", False)),
             reference_distance=None if distance is None else float(distance),
             reference_k=int(section.get("reference_k", 5)),
+            neighbour_margin=None if margin is None else float(margin),
+            neighbour_k=int(section.get("neighbour_k", 10)),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -132,12 +143,32 @@ class Policy:
         idx = [self.labels.index(x) for x in self.triage_labels]
         return softmax(np.asarray(logits, dtype=np.float64)[:, idx] / (temperature or self.temperature))
 
-    def unlike_cattle(self, distances: np.ndarray | None, n: int) -> np.ndarray:
+    @property
+    def uses_reference(self) -> bool:
+        """Whether verdicts need :func:`reference_distances` (the reference file beside the weights)."""
+        return self.reference_distance is not None or self.neighbour_margin is not None
+
+    def far_from_cattle(self, distances: np.ndarray | None, n: int) -> np.ndarray:
         """Per photo, whether it lies beyond ``reference_distance`` from the training cattle photos (all ``False``
         without the check or without ``distances``)."""
         if self.reference_distance is None or distances is None:
             return np.zeros(n, bool)
-        return np.asarray(distances, dtype=np.float64) > self.reference_distance
+        return _columns(distances)[:, 0] > self.reference_distance
+
+    def nearer_non_cattle(self, distances: np.ndarray | None, n: int) -> np.ndarray:
+        """Per photo, whether it is nearer the training non-cattle photos than the cattle ones by more than
+        ``neighbour_margin`` (all ``False`` without the check or without ``distances``)."""
+        if self.neighbour_margin is None or distances is None:
+            return np.zeros(n, bool)
+        d = _columns(distances)
+        if d.shape[1] < 2:
+            raise ValueError("this policy compares with the non-cattle photos: distances need both columns")
+        return d[:, 0] - d[:, 1] > self.neighbour_margin
+
+    def unlike_cattle(self, distances: np.ndarray | None, n: int) -> np.ndarray:
+        """Per photo, whether the reference turns it away: too far from the training cattle photos, or nearer the
+        non-cattle ones (``distances``: :func:`reference_distances`)."""
+        return self.far_from_cattle(distances, n) | self.nearer_non_cattle(distances, n)
 
     def gated(self, logits: np.ndarray) -> np.ndarray:
         """Per photo, whether the gate's probability reaches its threshold (all ``False`` without a gate)."""
@@ -205,12 +236,13 @@ class CaseVerdict:
 
 
 def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | None = None) -> list[PhotoVerdict]:
-    """Per-photo verdicts with rounded, plain-float probabilities; a photo turned away as unlike the training
-    cattle photos (though the gate let it through) says so in its ``reason``."""
+    """Per-photo verdicts with rounded, plain-float probabilities; a photo the reference turned away (though the gate
+    let it through) says why in its ``reason``: unlike the training cattle photos, or more like the non-cattle ones."""
     logits = np.asarray(logits, dtype=np.float64)
     probs = policy.triage_probabilities(logits)
     gates = policy.gate_probability(logits)
-    unlike, gated = policy.unlike_cattle(distances, len(logits)), policy.gated(logits)
+    far, nearer = policy.far_from_cattle(distances, len(logits)), policy.nearer_non_cattle(distances, len(logits))
+    gated = policy.gated(logits)
     out = []
     for i, (verdict, row, gate) in enumerate(zip(policy.verdicts(logits, distances), probs, gates, strict=True)):
         scores = {label: round(float(p), 6) for label, p in zip(policy.triage_labels, row, strict=True)}
@@ -219,11 +251,20 @@ def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | N
                 verdict,
                 scores,
                 round(float(gate), 6) if policy.gate_label else None,
-                reason=text("reason.unlike_cattle") if unlike[i] and not gated[i] else None,
-                distance=None if distances is None else round(float(distances[i]), 6),
+                reason=_reason_turned_away(bool(gated[i]), bool(far[i]), bool(nearer[i])),
+                distance=None if distances is None else round(float(_columns(distances)[i, 0]), 6),
             )
         )
     return out
+
+
+def _reason_turned_away(gated: bool, far: bool, nearer: bool) -> str | None:
+    """Why the reference turned a photo away, when the gate alone did not."""
+    if gated:
+        return None
+    if far:
+        return text("reason.unlike_cattle")
+    return text("reason.like_non_cattle") if nearer else None
 
 
 def reference_features(pooled: np.ndarray, columns: np.ndarray | None = None) -> np.ndarray:
@@ -237,23 +278,43 @@ def reference_features(pooled: np.ndarray, columns: np.ndarray | None = None) ->
     return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
 
-def save_reference(folder: Path, features: np.ndarray, columns: np.ndarray) -> Path:
+def save_reference(
+    folder: Path, features: np.ndarray, columns: np.ndarray, non_cattle: np.ndarray | None = None
+) -> Path:
     """Write ``REFERENCE_FILE`` into a model ``folder``: the cattle photos' :func:`reference_features` (float16:
-    2.7 MB for ~1,050 photos) and the pooled ``columns`` they use."""
+    2.7 MB for ~1,050 photos), the pooled ``columns`` they use and, for a policy with ``neighbour_margin``, the
+    non-cattle photos' (``non_cattle``)."""
     from safetensors.numpy import save_file
 
     path = Path(folder) / REFERENCE_FILE
     tensors = {"features": np.asarray(features, np.float16), "columns": np.asarray(columns, np.int64)}
+    if non_cattle is not None:
+        tensors["non_cattle"] = np.asarray(non_cattle, np.float16)
     save_file({k: np.ascontiguousarray(v) for k, v in tensors.items()}, str(path))  # it writes a view's buffer
     return path
 
 
-def load_reference(path: Path) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class Reference:
+    """:func:`save_reference`'s arrays: the training cattle photos' features, the pooled columns they use, and the
+    non-cattle photos' features (``None`` in a file without them)."""
+
+    cattle: np.ndarray
+    columns: np.ndarray
+    non_cattle: np.ndarray | None = None
+
+
+def load_reference(path: Path) -> Reference:
     """:func:`save_reference`'s features (as float32) and columns."""
     from safetensors.numpy import load_file
 
     tensors = load_file(str(path))
-    return tensors["features"].astype(np.float32), tensors["columns"]
+    non_cattle = tensors.get("non_cattle")
+    return Reference(
+        tensors["features"].astype(np.float32),
+        tensors["columns"],
+        None if non_cattle is None else non_cattle.astype(np.float32),
+    )
 
 
 def reference_distance(features: np.ndarray, reference: np.ndarray, k: int = 5) -> np.ndarray:
@@ -263,6 +324,26 @@ def reference_distance(features: np.ndarray, reference: np.ndarray, k: int = 5) 
     sims = np.asarray(features, dtype=np.float32) @ np.asarray(reference, dtype=np.float32).T
     k = min(k, sims.shape[1])
     return 1.0 - np.partition(sims, -k, axis=1)[:, -k:].mean(axis=1, dtype=np.float64)
+
+
+def reference_distances(
+    policy: Policy, features: np.ndarray, cattle: np.ndarray, non_cattle: np.ndarray | None = None
+) -> np.ndarray:
+    """Per row of ``features`` (:func:`reference_features`), its :func:`reference_distance` to the ``cattle`` photos
+    (``policy.reference_k`` most similar) and, where ``non_cattle`` are given, to them (``policy.neighbour_k``) or
+    NaN: (n, 2), what :meth:`Policy.unlike_cattle` reads."""
+    n = len(features)
+    out = np.full((n, 2), np.nan)
+    out[:, 0] = reference_distance(features, cattle, policy.reference_k)
+    if non_cattle is not None and len(non_cattle):
+        out[:, 1] = reference_distance(features, non_cattle, policy.neighbour_k)
+    return out
+
+
+def _columns(distances: np.ndarray) -> np.ndarray:
+    """``distances`` as (n, columns): an older caller's one distance per photo is its first column."""
+    d = np.asarray(distances, dtype=np.float64)
+    return d[:, None] if d.ndim == 1 else d
 
 
 def case_verdict(policy: Policy, photos: Sequence[PhotoVerdict]) -> CaseVerdict:

@@ -563,6 +563,46 @@ def test_a_photo_unlike_the_training_cattle_is_turned_away_though_the_gate_lets_
     assert triage.Policy.from_dict(policy.labels, policy.to_dict()) == policy, "the config round-trips"
 
 
+def test_a_photo_nearer_the_training_non_cattle_is_turned_away_saying_so() -> None:
+    policy = _replace(POLICY, reference_distance=0.5, neighbour_margin=0.05)
+    logits = np.concatenate([_logits(0.001, 0.998, 0.001)] * 4)
+    distances = np.array([[0.2, 0.4], [0.3, 0.2], [0.3, 0.26], [0.6, 0.7]])  # to cattle, to non-cattle
+    assert policy.verdicts(logits, distances) == ["normal_skin", "not_cattle", "normal_skin", "not_cattle"]
+    answers = triage.photo_verdicts(policy, logits, distances)
+    assert [a.reason for a in answers] == [
+        None,
+        i18n.text("reason.like_non_cattle"),
+        None,
+        i18n.text("reason.unlike_cattle"),
+    ], "nearer the non-cattle by more than the margin; too far from the cattle (which says so first)"
+    assert answers[1].distance == pytest.approx(0.3), "the distance shown is to the cattle"
+    assert triage.Policy.from_dict(policy.labels, policy.to_dict()) == policy, "the config round-trips"
+    with pytest.raises(ValueError, match="both columns"):
+        policy.verdicts(logits, distances[:, 0])
+    assert _replace(policy, neighbour_margin=None).verdicts(logits, distances[:, 0])[1] == "normal_skin"
+
+
+def test_the_operating_point_adds_a_neighbour_margin_for_a_kind_that_lies_among_the_non_cattle() -> None:
+    """A kind of non-cattle photo the gate lets through and the reference cannot tell from cattle (as near them as
+    cattle are) but that lies nearer the training non-cattle photos: a margin turns it away, within the 2 %."""
+    rng = np.random.default_rng(5)
+    y = np.array([0] * 300 + [1] * 300 + [2] * 200 + [2] * 100)  # lumpy, normal, not cattle the gate sees, a look-alike
+    logits = rng.normal(0, 1.0, (len(y), 3))
+    logits[:, 2] += np.r_[np.full(600, -3.0), np.full(200, 3.0), np.full(100, -3.0)]
+    to_cattle = np.r_[rng.uniform(0.1, 0.3, 600), rng.uniform(0.2, 0.5, 200), rng.uniform(0.1, 0.3, 100)]
+    to_others = np.r_[rng.uniform(0.35, 0.6, 600), rng.uniform(0.0, 0.2, 200), to_cattle[800:] - 0.1]
+    plain = triage.Policy.from_dict(
+        ["lumpy_skin", "normal_skin", "not_cattle"], {"gate_label": "not_cattle", "alert_label": "lumpy_skin"}
+    )
+    distances = np.c_[to_cattle, to_others]
+    policy = train.choose_operating_point(plain, logits, y, distances=distances)
+    assert policy.neighbour_margin is not None and policy.neighbour_margin < 0.1
+    scored = train.evaluate(policy, logits, y, distances)
+    assert scored["cattle_rejected"] <= train.MAX_CATTLE_REJECTED and scored["not_cattle_rejected"] > 0.97
+    only_cattle = np.c_[to_cattle, np.full(len(y), np.nan)]  # a reference without non-cattle photos: no margin
+    assert train.choose_operating_point(plain, logits, y, distances=only_cattle).neighbour_margin is None
+
+
 def test_the_operating_point_adds_a_reference_that_turns_away_a_kind_the_gate_lets_through() -> None:
     rng = np.random.default_rng(4)
     y = np.array([0] * 300 + [1] * 300 + [2] * 200 + [2] * 200)  # lumpy, normal, not cattle seen, a kind unseen
@@ -602,12 +642,16 @@ def test_the_gate_and_reference_turn_away_the_most_of_each_source_not_of_the_lar
 def test_the_reference_file_round_trips_and_a_model_without_one_writes_none(trained: Path, tmp_path: Path) -> None:
     features = triage.reference_features(np.random.default_rng(0).random((5, 8)))
     path = triage.save_reference(tmp_path, features, np.arange(8)[::-1])  # a view, as columns may be
-    loaded, columns = triage.load_reference(path)
-    assert path.name == triage.REFERENCE_FILE and columns.tolist() == list(range(8))[::-1]
-    assert loaded == pytest.approx(features, abs=1e-3) and loaded.dtype == np.float32
+    loaded = triage.load_reference(path)
+    assert path.name == triage.REFERENCE_FILE and loaded.columns.tolist() == list(range(8))[::-1]
+    assert loaded.cattle == pytest.approx(features, abs=1e-3) and loaded.cattle.dtype == np.float32
+    assert loaded.non_cattle is None
+    both = triage.load_reference(triage.save_reference(tmp_path, features[:3], np.arange(8), features[3:]))
+    assert both.non_cattle == pytest.approx(features[3:], abs=1e-3) and both.non_cattle.dtype == np.float32
     policy = triage.Policy.from_config(AutoModelForImageClassification.from_pretrained(trained).config)
-    assert (trained / triage.REFERENCE_FILE).exists() == (policy.reference_distance is not None)
-    assert json.loads((trained / "metrics.json").read_text())["training"]["reference_k"] == train.REFERENCE_K
+    assert (trained / triage.REFERENCE_FILE).exists() == policy.uses_reference
+    training = json.loads((trained / "metrics.json").read_text())["training"]
+    assert (training["reference_k"], training["neighbour_k"]) == (train.REFERENCE_K, train.NEIGHBOUR_K)
 
 
 def test_a_loaded_model_scores_each_photo_against_its_reference_in_one_pass(trained: Path, tmp_path: Path) -> None:
@@ -629,15 +673,35 @@ def test_a_loaded_model_scores_each_photo_against_its_reference_in_one_pass(trai
     with models.loaded_model(str(folder), device="cpu") as m:
         logits, distances = m.scores(photos)
         assert np.allclose(logits, m.logits(photos))
-        expected = triage.reference_distance(features, triage.load_reference(folder / triage.REFERENCE_FILE)[0], 1)
-        assert distances == pytest.approx(expected, abs=1e-5)
-        assert distances[:2] == pytest.approx([0, 0], abs=2e-3), "the photos of the reference lie on it"
+        expected = triage.reference_distance(features, triage.load_reference(folder / triage.REFERENCE_FILE).cattle, 1)
+        assert distances[:, 0] == pytest.approx(expected, abs=1e-5)
+        assert distances[:2, 0] == pytest.approx([0, 0], abs=2e-3), "the photos of the reference lie on it"
+        assert np.isnan(distances[:, 1]).all(), "no neighbour check in the policy: no distance to non-cattle"
     config["triage"]["reference_distance"] = -1.0  # every photo is farther: all turned away, saying why
     (folder / "config.json").write_text(json.dumps(config))
     with models.loaded_model(str(folder), device="cpu") as m:
         answers = m.photo_verdicts(photos)
     assert {a.verdict for a in answers} == {"not_cattle"}
     assert all(a.reason == i18n.text("reason.unlike_cattle") or a.gate >= 0.5 for a in answers)
+    # the third photo as the one non-cattle photo of training (a tiny random network's photos all lie close together:
+    # the margin decides here; which side of it a photo falls is the policy's test above)
+    triage.save_reference(folder, features[:2], columns, features[2:])
+    config["triage"] |= {"reference_distance": 2.0, "neighbour_k": 1}
+    for margin, turned_away in ((-1.0, True), (1.0, False)):
+        config["triage"]["neighbour_margin"] = margin
+        (folder / "config.json").write_text(json.dumps(config))
+        with models.loaded_model(str(folder), device="cpu") as m:
+            distances = m.scores(photos)[1]
+            answers = m.photo_verdicts(photos)
+        expected = triage.reference_distance(
+            features, triage.load_reference(folder / triage.REFERENCE_FILE).non_cattle, 1
+        )
+        assert distances[:, 1] == pytest.approx(expected, abs=1e-5)
+        reasons = {a.reason for a in answers if a.gate < 0.5}
+        assert reasons == ({i18n.text("reason.like_non_cattle")} if turned_away else {None})
+    triage.save_reference(folder, features[:2], columns)  # a policy comparing with non-cattle photos the file lacks
+    with pytest.raises(models.ModelLoadError, match="non-cattle"):
+        models.loaded_model(str(folder), device="cpu").__enter__()
     (folder / triage.REFERENCE_FILE).unlink()
     with pytest.raises(models.ModelLoadError, match=triage.REFERENCE_FILE):
         models.loaded_model(str(folder), device="cpu").__enter__()
@@ -692,10 +756,12 @@ def test_the_committed_model_scores_a_photo_and_its_mirror_against_its_reference
             photo, mirror = (
                 m.model.efficientnet(pixel_values=x).pooler_output.numpy() for x in (pixels, pixels.flip(3))
             )
-        reference, columns = m.reference
-    both = triage.reference_distance(triage.reference_features((photo + mirror) / 2, columns), reference)
-    alone = triage.reference_distance(triage.reference_features(photo, columns), reference)
-    assert distances == pytest.approx(both, abs=1e-5)
+        reference = m.reference
+    both = triage.reference_distance(
+        triage.reference_features((photo + mirror) / 2, reference.columns), reference.cattle
+    )
+    alone = triage.reference_distance(triage.reference_features(photo, reference.columns), reference.cattle)
+    assert distances[:, 0] == pytest.approx(both, abs=1e-5)
     assert np.abs(alone - both).max() > 1e-3
 
 

@@ -9,7 +9,8 @@ For vets with a folder of photos, and for evaluations: the same load â†’ infer â
 
 ``probabilities`` are the calibrated triage probabilities, present whatever the verdict; ``gate`` is P(not cattle)
 (``null`` for a model without a gate); ``reason`` says why an ``unusable_photo`` (too small, blank) got no answer,
-or why a ``not_cattle`` photo the gate let through was turned away (unlike every training cattle photo);
+or why a ``not_cattle`` photo the gate let through was turned away (unlike every training cattle photo, or more
+like the training non-cattle photos);
 ``distance`` is how unlike them it is (``models.triage.reference_distance``; ``null`` without a reference).
 Without ``--json``: a table (file, verdict, probabilities, and the reason of a picture refused with one), then
 with ``--case`` one verdict for all the photos as one animal. A file that

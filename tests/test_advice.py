@@ -49,15 +49,14 @@ def test_refused_pictures_say_why() -> None:
     assert advice.headline(_case(triage.NOT_CATTLE, 0.9, 0.1, 0.0)) == "Not a cattle photo — no triage"
 
 
-def test_a_photo_unlike_the_training_cattle_says_so_and_shows_no_number_that_contradicts_it() -> None:
-    unlike = triage.PhotoVerdict(
-        triage.NOT_CATTLE, {LUMPY: 0.9, CLEAR: 0.1, FMD: 0.0}, gate=0.1, reason=i18n.text("reason.unlike_cattle")
-    )
+@pytest.mark.parametrize("why", ["reason.unlike_cattle", "reason.like_non_cattle"])
+def test_a_photo_unlike_the_training_cattle_says_so_and_shows_no_number_that_contradicts_it(why: str) -> None:
+    unlike = triage.PhotoVerdict(triage.NOT_CATTLE, {LUMPY: 0.9, CLEAR: 0.1, FMD: 0.0}, gate=0.1, reason=i18n.text(why))
     case = triage.CaseVerdict(triage.NOT_CATTLE, unlike.probabilities, [unlike])
     assert advice.headline(case) == "Not a cattle photo — no triage", "short: the chart's heading on a phone"
-    assert advice.advice(case).startswith("The model did not judge it: it looks like none of the cattle photos")
+    assert advice.advice(case).startswith("The model did not judge it: " + i18n.text(why))
     assert advice.advice(case, "hi").startswith(
-        i18n.text("advice.not_cattle_reason", "hi", reason=i18n.text("reason.unlike_cattle", "hi"))
+        i18n.text("advice.not_cattle_reason", "hi", reason=i18n.text(why, "hi"))
     )
     assert advice.numbers(unlike) == {}, "no 'cattle 90 %' beside 'not a cattle photo'"
     assert advice.sureness(case) is None and "notifiable" not in advice.advice(case)

@@ -35,7 +35,7 @@ from gradio.state_holder import SessionState
 from PIL import Image
 
 import models
-from models import advice, captioner, contacts, i18n
+from models import advice, captioner, contacts, framing, i18n
 from models import report as case_pdf  # `report` is the PDF tab's report viewer
 from pipeline import Execution, NothingToDo, Options, OutputError, PdfError, Summary, ZipLayout, run_pages
 from pipeline.captions import CaptionTemplate
@@ -575,6 +575,7 @@ def _labels(lang: str) -> tuple[object, ...]:
         i18n.text("note", lang),
         gr.Accordion(label=i18n.text("guide.title", lang)),
         i18n.text("guide.body", lang),
+        framing.figures(lang),
         gr.File(label=i18n.text("photo.label", lang)),
         gr.Image(label=i18n.text("preview.label", lang)),
         gr.Accordion(label=i18n.text("more.title", lang, max=models.MAX_IMAGES)),
@@ -635,6 +636,7 @@ with _Space(
         triage_note = gr.Markdown(i18n.text("note"))
         with gr.Accordion(i18n.text("guide.title"), open=True, elem_id="photo-guide") as photo_guide:
             photo_guide_text = gr.Markdown(advice.PHOTO_GUIDE)
+            photo_framing = gr.HTML(framing.figures(), elem_id="photo-framing")
         with gr.Row():
             with gr.Column():
                 photo = gr.File(
@@ -815,7 +817,8 @@ with _Space(
             report = gr.HTML(elem_id="report")
 
     # ------------------------------------------------------------ wiring
-    relabelled = [cattle_tab, triage_note, photo_guide, photo_guide_text, photo, photo_preview, more_box, more_photos]
+    relabelled = [cattle_tab, triage_note, photo_guide, photo_guide_text, photo_framing, photo, photo_preview, more_box]
+    relabelled += [more_photos]
     relabelled += [classify_btn, verdict, scores, region, report_note]
     shown_case = [verdict, scores, details, case_report, report_box]
     classify_btn.click(

@@ -16,7 +16,7 @@ from playwright.sync_api import Browser, Page, expect
 from test_browser import PHONE, _file_input, _no_sideways_scroll
 
 import models
-from models import contacts
+from models import contacts, i18n
 
 DEVANAGARI = re.compile(r"[\u0900-\u097F]")
 
@@ -61,6 +61,8 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     expect(page.get_by_role("radio", name="हिन्दी")).to_be_checked()
     expect(page.locator("#classify-btn")).to_have_text("जाँच करें")
     expect(page.locator("#photo-guide")).to_contain_text("खुर और थन")
+    expect(page.locator("#photo-framing svg")).to_have_count(4)  # how to frame the photos, drawn
+    expect(page.locator("#photo-framing")).to_contain_text(i18n.text("framing.closeup", "hi"))
     page.screenshot(path=screenshots / "i18n-1-start.png", full_page=True)
 
     _classify(page, app, fixed_models["lumpy_skin"], files["photo"])
@@ -83,6 +85,7 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     expect(page.locator("#verdict")).to_contain_text("Likely lumpy skin disease (96%)")
     expect(page.get_by_role("tab", name="Cattle scanner")).to_be_visible()
     expect(page.locator("#classify-btn")).to_have_text("Classify")
+    expect(page.locator("#photo-framing")).to_contain_text(i18n.text("framing.closeup"))
     expect(details).to_contain_text("Lumpy skin disease is a notifiable disease.")
     expect(details).not_to_contain_text("Likely lumpy skin disease (96%)")  # in the verdict box, not twice
     expect(page.locator("#case-report a[download]")).to_have_attribute("href", re.compile(r"-en\.pdf$"))

@@ -19,7 +19,7 @@ and the bench all decide with the same code. The policy lives in the model's ``c
   training (the reference file's ``non_cattle``) are more similar, on average, than its ``reference_k`` most similar
   cattle photos, by more than ``neighbour_margin``, is ``not_cattle`` too. Why: the gate is one linear boundary, and a
   new goat photo of a breed it was shown can fall on the cattle side of it while lying among the goats it learned
-  from (grouped CV, goats turned away 0.87 → 0.93, docs/triage-model.md).
+  from (grouped CV, goats turned away 0.87 → 0.91, docs/triage-model.md).
 * triage probabilities: softmax of the triage labels' logits divided by ``temperature`` (temperature scaling,
   fitted on validation predictions). They are reported for every photo, gated or not.
 * mirror: when true, the logits are the mean of the photo's and its mirror image's (a cow facing left is the

@@ -789,13 +789,13 @@ def choose_operating_point(
     tri = np.isin(targets, [idx[x] for x in policy.triage_labels])
     tri_y = np.array([policy.triage_labels.index(policy.labels[t]) for t in targets[tri]])
     temperature = triage.fit_temperature(logits[tri][:, [idx[x] for x in policy.triage_labels]], tri_y)
-    policy = _replace(policy, temperature=temperature)
+    policy = replace(policy, temperature=temperature)
     if policy.gate_label is not None:
         policy = _choose_gate(policy, Predictions(logits, targets, distances, sources), max_cattle_rejected, within)
     # the first alert (lumpy skin) finely, the others coarsely: the grid is their product
     grids = [np.arange(0.05, 0.951, 0.025 if i == 0 else 0.05) for i in range(len(policy.alert_labels))]
     candidates = [
-        _replace(policy.with_alerts([round(float(a), 3) for a in alerts]), answer_threshold=round(float(b), 3))
+        replace(policy.with_alerts([round(float(a), 3) for a in alerts]), answer_threshold=round(float(b), 3))
         for alerts in itertools.product(*grids)
         for b in np.arange(0.5, 0.991, 0.01)
     ]
@@ -896,12 +896,20 @@ def _choose_gate(
         references += sorted({round(float(np.quantile(cattle, q)), 6) for q in REFERENCE_QUANTILES}, reverse=True)
         if first.distances.shape[1] > 1 and not np.isnan(first.distances[:, 1]).all():
             margins += sorted((float(m) for m in NEIGHBOUR_MARGINS), reverse=True)
+    unlike = {  # per view, what the reference and the neighbour check turn away: the same for every gate threshold
+        (reference, margin): [
+            replace(policy, reference_distance=reference, neighbour_margin=margin).unlike_cattle(
+                view.distances, len(view.gate_p)
+            )
+            for view in scored
+        ]
+        for reference, margin in itertools.product(references, margins)
+    }
     best, best_key = None, None
     for threshold, reference, margin in itertools.product(grid, references, margins):
         shares, cattle_away = [], []
-        for view in scored:
-            checks = _replace(policy, reference_distance=reference, neighbour_margin=margin)
-            away = (view.gate_p >= threshold) | checks.unlike_cattle(view.distances, len(view.gate_p))
+        for view, checked in zip(scored, unlike[reference, margin], strict=True):
+            away = (view.gate_p >= threshold) | checked
             cattle_away.append(away[~view.is_gate].mean() if (~view.is_gate).any() else 0.0)
             if cattle_away[-1] > max_cattle_rejected or any(away[r].mean() > max_cattle_rejected for r in view.alerts):
                 break
@@ -911,7 +919,7 @@ def _choose_gate(
             if best_key is None or key > best_key:
                 best, best_key = (threshold, reference, margin), key
     threshold, reference, margin = best if best is not None else (max(grid), None, None)
-    return _replace(policy, gate_threshold=float(threshold), reference_distance=reference, neighbour_margin=margin)
+    return replace(policy, gate_threshold=float(threshold), reference_distance=reference, neighbour_margin=margin)
 
 
 class _GateView:
@@ -928,12 +936,6 @@ class _GateView:
         self.distances = None if data.distances is None else np.asarray(data.distances, dtype=np.float64)
         if self.distances is not None and self.distances.ndim == 1:  # one distance per photo: to the cattle
             self.distances = self.distances[:, None]
-
-
-def _replace(policy: triage.Policy, **changes: float) -> triage.Policy:
-    from dataclasses import replace
-
-    return replace(policy, **changes)
 
 
 # ---------------------------------------------------------------- metrics

@@ -933,9 +933,7 @@ class _GateView:
         kinds = np.zeros(len(targets)) if data.sources is None else np.asarray(data.sources)
         self.not_cattle = [self.is_gate & (kinds == k) for k in np.unique(kinds[self.is_gate])]
         self.alerts = [rows for x in policy.alert_labels if (rows := targets == policy.labels.index(x)).any()]
-        self.distances = None if data.distances is None else np.asarray(data.distances, dtype=np.float64)
-        if self.distances is not None and self.distances.ndim == 1:  # one distance per photo: to the cattle
-            self.distances = self.distances[:, None]
+        self.distances = None if data.distances is None else triage.distance_columns(data.distances)
 
 
 # ---------------------------------------------------------------- metrics

@@ -153,14 +153,14 @@ class Policy:
         without the check or without ``distances``)."""
         if self.reference_distance is None or distances is None:
             return np.zeros(n, bool)
-        return _columns(distances)[:, 0] > self.reference_distance
+        return distance_columns(distances)[:, 0] > self.reference_distance
 
     def nearer_non_cattle(self, distances: np.ndarray | None, n: int) -> np.ndarray:
         """Per photo, whether it is nearer the training non-cattle photos than the cattle ones by more than
         ``neighbour_margin`` (all ``False`` without the check or without ``distances``)."""
         if self.neighbour_margin is None or distances is None:
             return np.zeros(n, bool)
-        d = _columns(distances)
+        d = distance_columns(distances)
         if d.shape[1] < 2:
             raise ValueError("this policy compares with the non-cattle photos: distances need both columns")
         return d[:, 0] - d[:, 1] > self.neighbour_margin
@@ -243,6 +243,7 @@ def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | N
     gates = policy.gate_probability(logits)
     far, nearer = policy.far_from_cattle(distances, len(logits)), policy.nearer_non_cattle(distances, len(logits))
     gated = policy.gated(logits)
+    to_cattle = None if distances is None else distance_columns(distances)[:, 0]
     out = []
     for i, (verdict, row, gate) in enumerate(zip(policy.verdicts(logits, distances), probs, gates, strict=True)):
         scores = {label: round(float(p), 6) for label, p in zip(policy.triage_labels, row, strict=True)}
@@ -252,7 +253,7 @@ def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | N
                 scores,
                 round(float(gate), 6) if policy.gate_label else None,
                 reason=_reason_turned_away(bool(gated[i]), bool(far[i]), bool(nearer[i])),
-                distance=None if distances is None else round(float(_columns(distances)[i, 0]), 6),
+                distance=None if to_cattle is None else round(float(to_cattle[i]), 6),
             )
         )
     return out
@@ -340,7 +341,7 @@ def reference_distances(
     return out
 
 
-def _columns(distances: np.ndarray) -> np.ndarray:
+def distance_columns(distances: np.ndarray) -> np.ndarray:
     """``distances`` as (n, columns): an older caller's one distance per photo is its first column."""
     d = np.asarray(distances, dtype=np.float64)
     return d[:, None] if d.ndim == 1 else d

@@ -103,6 +103,9 @@ def _unavailable(command: str, lang: str) -> str:
         listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=60, check=True)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"Tesseract does not run ({type(exc).__name__}: {exc})"
+    version = _unusable_version(program)
+    if version:
+        return version
     have = {line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()}
     missing = [name for name in lang.split("+") if name not in have]
     if missing:
@@ -112,6 +115,27 @@ def _unavailable(command: str, lang: str) -> str:
             f"installed: {'+'.join(sorted(have - {'osd'})) or 'none'}; --ocr-lang chooses)"
         )
     return ""
+
+
+def _unusable_version(program: str) -> str:
+    """Why pytesseract refuses ``program``'s version (empty when it takes it). pytesseract asks Tesseract's version
+    before every read and raises ``SystemExit`` on one older than 3.05 or one it cannot parse: found only in a
+    worker, that would end the whole run at its first page without a text layer."""
+    import pytesseract
+
+    saved, pytesseract.pytesseract.tesseract_cmd = pytesseract.pytesseract.tesseract_cmd, program
+    try:
+        pytesseract.get_tesseract_version()
+    except (SystemExit, pytesseract.TesseractNotFoundError, OSError, subprocess.SubprocessError) as exc:
+        return f"pytesseract cannot use this Tesseract ({_one_line(exc)}; it needs 3.05 or newer)"
+    finally:
+        pytesseract.pytesseract.tesseract_cmd = saved
+    return ""
+
+
+def _one_line(exc: BaseException) -> str:
+    """An exception as one line of a note or a manifest cell (Tesseract's own messages span several)."""
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def bands(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> list[Box]:
@@ -215,8 +239,11 @@ def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
     try:
         with _in_scratch():
             data = pytesseract.image_to_data(Image.fromarray(pixels), lang=lang, output_type=pytesseract.Output.DICT)
-    except (pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError) as exc:
-        raise OcrFailed(f"OCR failed: {type(exc).__name__}: {exc}".strip()) from None
+    except (
+        pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError,
+        subprocess.SubprocessError, SystemExit,  # pytesseract's answer to a Tesseract version it refuses
+    ) as exc:  # fmt: skip
+        raise OcrFailed(f"OCR failed: {_one_line(exc)}") from None
     kept: list[tuple[tuple[int, int, int], str]] = []
     for text, confidence, block, paragraph, line, width, height in zip(
         data["text"], data["conf"], data["block_num"], data["par_num"], data["line_num"], data["width"],

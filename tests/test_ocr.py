@@ -114,19 +114,42 @@ def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
     assert captions(tmp_path / "out") == ["monochrome line art"] * 2
 
 
+@needs_tesseract
+def test_a_tesseract_version_pytesseract_refuses_is_said_once_and_the_run_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytesseract exits (``SystemExit``) on a Tesseract older than 3.05: the run must not end at its first page
+    without a text layer, two workers included."""
+    old = tmp_path / "tesseract"
+    old.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "tesseract 3.02"; exit 0; }}\nexec {TESSERACT} "$@"\n')
+    old.chmod(0o755)
+    monkeypatch.setenv("TESSERACT_CMD", str(old))  # the workers' own import of pipeline.ocr reads it
+    monkeypatch.setattr(ocr_module, "COMMAND", str(old))
+    pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(3)]
+    code = main([*map(str, pdfs), "-o", str(tmp_path / "out/"), "--min-side", "64", "--workers", "2"])
+    assert code == 0
+    err = capsys.readouterr().err
+    assert err.count("note: no OCR") == 1 and "tesseract 3.02" in err and "3.05 or newer" in err, err
+    rows = read_manifest(tmp_path / "out")
+    assert [(row["error"], row["warning"]) for row in rows] == [("", "")] * 3
+    assert captions(tmp_path / "out") == ["monochrome line art"] * 3
+
+
 def test_a_bad_language_argument_is_refused_before_the_run() -> None:
     with pytest.raises(ValueError, match="ocr_lang"):
         Options(ocr_lang="eng deu")
 
 
 @needs_tesseract
+@pytest.mark.parametrize("failure", ["TesseractError", "SystemExit"])
 def test_a_tesseract_failure_costs_the_page_its_words_and_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
 ) -> None:
+    """SystemExit is what pytesseract raises for a Tesseract version it refuses: a page's words, not the run."""
     import pytesseract
 
     def fail(*args: object, **kwargs: object) -> None:
-        raise pytesseract.TesseractError(1, "simulated")
+        raise pytesseract.TesseractError(1, "simulated") if failure == "TesseractError" else SystemExit("simulated")
 
     monkeypatch.setattr(pytesseract, "image_to_data", fail)
     run([scanned_plate(tmp_path / "plate.pdf")], tmp_path / "out", Options(min_side=64), Execution(workers=1))

@@ -172,8 +172,6 @@ def read_words(
 
     ``scale`` is the page's real size over its declared one (:mod:`pipeline.scale`): a page declared too small
     is rendered larger so its type reaches :data:`OCR_DPI`. Raises :class:`OcrFailed` when Tesseract fails."""
-    import numpy as np
-
     from pipeline.render import render
 
     words: list[str] = []
@@ -182,7 +180,7 @@ def read_words(
         x0, y0, x1, y1 = band
         area = page.rect.width * (x1 - x0) * page.rect.height * (y1 - y0)
         zoom = min(OCR_DPI / 72 * scale, (MAX_PIXELS / max(area, 1e-6)) ** 0.5)
-        pixels = np.asarray(render(page, zoom, "gray", band, scan))
+        pixels = render(page, zoom, "gray", band, scan)
         cuts = [(edge - y0) / (y1 - y0) for box in boxes if y0 <= box[1] < y1 for edge in (box[1], box[3])]
         parts = _strips(pixels) if not boxes else [_apart(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom))]
         for part in parts:

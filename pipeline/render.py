@@ -9,7 +9,7 @@ import numpy as np
 import pymupdf
 
 from pipeline.judges import Box
-from pipeline.scan import Scan, scan_view
+from pipeline.scan import Scan, held, scan_view
 
 _COLORSPACES = {"gray": pymupdf.csGRAY, "rgb": pymupdf.csRGB}
 
@@ -44,20 +44,10 @@ def render(
 
 
 def _pixmap_array(pix: pymupdf.Pixmap) -> np.ndarray:
+    """A numpy view of ``pix``'s samples, without a copy (a 2× newspaper page is ~20 MB), that holds the pixmap:
+    it is freed when the array and every array made from it are gone (:func:`pipeline.scan.held`)."""
     shape = (pix.height, pix.width) if pix.n == 1 else (pix.height, pix.width, pix.n)
-    array = np.frombuffer(pix.samples_mv, dtype=np.uint8).reshape(shape).view(PixmapArray)
-    array.pixmap = pix
-    return array
-
-
-class PixmapArray(np.ndarray):
-    """A numpy view of a MuPDF pixmap's samples, without a copy (a 2× newspaper page is ~20 MB).
-
-    MuPDF's memoryview does not keep the pixmap alive, so the array does: the pixmap is freed when the
-    array and every view of it are gone.
-    """
-
-    pixmap: pymupdf.Pixmap | None = None
+    return held(np.frombuffer(pix.samples_mv, dtype=np.uint8).reshape(shape), pix)
 
 
 FALLBACK_ZOOM = 300 / 72

@@ -337,7 +337,25 @@ def _samples(pixmap: mupdf.FzPixmap) -> np.ndarray:
     n = pixmap.n()
     rows = np.frombuffer(mupdf.fz_pixmap_samples_memoryview(pixmap), dtype=np.uint8).reshape(pixmap.h(), -1)
     pixels = rows[:, : pixmap.w() * n].reshape(pixmap.h(), pixmap.w(), n)
-    return pixels[..., 0] if n == 1 else pixels
+    return held(pixels[..., 0] if n == 1 else pixels, pixmap)
+
+
+def held(pixels: np.ndarray, pixmap: object) -> np.ndarray:
+    """``pixels`` (a view of ``pixmap``'s samples) as an array that keeps ``pixmap`` alive, it and every array
+    made from it, plain views included. MuPDF's memoryview does not hold its pixmap, and numpy links a view to
+    the array that owns the memory, skipping an ndarray subclass that held it: ``np.asarray`` of such an array
+    read freed memory (OCR's band of a drawn page: stale words, and a worker's crash under its allocator
+    settings, where a freed block of 4 MB or more is unmapped at once)."""
+    return np.asarray(_Holder(pixels, pixmap))
+
+
+class _Holder:
+    """What numpy sees of a pixmap's samples (``__array_interface__``: their address, shape and strides): the base
+    of every array made from it, holding the pixmap."""
+
+    def __init__(self, pixels: np.ndarray, pixmap: object) -> None:
+        self.__array_interface__ = pixels.__array_interface__
+        self.pixels, self.pixmap = pixels, pixmap
 
 
 LIBJPEG_WARNINGS = ("Corrupt JPEG data", "Premature end of JPEG", "Invalid JPEG", "Bogus", "Warning:", "Unsupported")

@@ -1,6 +1,7 @@
 """A page that is one scan is read from the scan; anything MuPDF would draw differently is not a scan."""
 
 import dataclasses
+import gc
 import io
 import zlib
 from pathlib import Path
@@ -32,6 +33,21 @@ def _mean_difference(a: np.ndarray, b: np.ndarray) -> float:
     a = cv2.cvtColor(a, cv2.COLOR_RGB2GRAY) if a.ndim == 3 else a
     b = cv2.cvtColor(b, cv2.COLOR_RGB2GRAY) if b.ndim == 3 else b
     return float(np.abs(a.astype(np.int16) - b).mean())
+
+
+def test_a_plain_array_made_from_a_drawing_keeps_its_pixels_once_the_drawing_is_gone() -> None:
+    """``render`` hands out MuPDF's own pixels (no copy): any array made from them, ``np.asarray`` as OCR did
+    included, must keep the pixmap alive, or it reads freed memory that the next drawing fills."""
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=600, height=800)
+        page.insert_text((50, 100), "THE IMPERIAL PALACE", fontsize=40)
+        expected = np.array(render(page, 4.0, "gray"))  # a copy
+        plain = np.asarray(render(page, 4.0, "gray"))  # the array render returned is gone at once
+        gc.collect()
+        others = [pymupdf.Pixmap(pymupdf.csGRAY, pymupdf.IRect(0, 0, 2400, 3200), 0) for _ in range(3)]
+        for other in others:
+            other.clear_with(7)
+        assert type(plain) is np.ndarray and np.array_equal(plain, expected)
 
 
 @pytest.mark.parametrize("zoom", [0.5, 1.0, 72 / 100, 2.0])

@@ -748,7 +748,7 @@ with _Space(
                         value=Options().dedupe,
                         precision=0,
                         minimum=-1,
-                        maximum=64,
+                        maximum=63,
                         label="Duplicate distance (bits)",
                         info="drop an image this near an earlier one (perceptual hash), or the same picture "
                         "recut; -1 keeps all",

@@ -40,6 +40,8 @@ DEFAULT_TEMPLATE = "{trigger}, {caption}, {kind}, {words}"
 METADATA = "metadata.jsonl"
 DATASET_CONFIG = "dataset_config.toml"
 CAPTION_EXTENSION = ".txt"
+MAX_WIDTH = 1000
+"""Widest a template may pad or cut a field (``{page:04}``, ``{words:.60}``): a caption is a few dozen words."""
 
 Captioner = Callable[[Sequence[bytes]], list[str]]
 """What fills ``{caption}``: encoded images (the JPEGs about to be written) in, one text per image out, in order.
@@ -52,9 +54,13 @@ class CaptionTemplate:
 
     def __init__(self, template: str = DEFAULT_TEMPLATE, trigger: str = "") -> None:
         try:
-            fields = [field for _, field, _, _ in string.Formatter().parse(template) if field is not None]
+            parsed = [(field, spec) for _, field, spec, _ in string.Formatter().parse(template) if field is not None]
         except ValueError as exc:
             raise ValueError(f"bad caption template {template!r}: {exc}") from None
+        fields = [field for field, _ in parsed]
+        widths = [int(number) for _, spec in parsed for number in re.findall(r"\d+", spec or "")]
+        if max(widths, default=0) > MAX_WIDTH:  # {page:>2000000000}: a 2 GB caption per picture, or MemoryError
+            raise ValueError(f"bad caption template {template!r}: a field is padded beyond {MAX_WIDTH} characters")
         unknown = [field or "{}" for field in fields if field not in PLACEHOLDERS]
         if unknown:
             known = ", ".join(f"{{{name}}}" for name in PLACEHOLDERS)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pipeline.captions import DEFAULT_TEMPLATE, CaptionTemplate
@@ -119,8 +120,10 @@ class Options:
             raise ValueError(f"crop must be one of {', '.join(CROP_MODES)}, got {self.crop!r}")
         if not 1 <= self.quality <= 100:
             raise ValueError(f"quality must be between 1 and 100, got {self.quality}")
-        if self.dedupe is not None and not 0 <= self.dedupe <= 64:
-            raise ValueError(f"dedupe threshold must be between 0 and 64 bits, got {self.dedupe}")
+        if self.threshold is not None and not math.isfinite(self.threshold):  # no page could be kept, or scored
+            raise ValueError(f"threshold must be a finite number, got {self.threshold}")
+        if self.dedupe is not None and not 0 <= self.dedupe < 64:  # 64 bits apart is every pair of hashes
+            raise ValueError(f"dedupe threshold must be between 0 and 63 bits, got {self.dedupe}")
         if not LANG_FORMAT.fullmatch(self.ocr_lang):
             raise ValueError(
                 f"ocr_lang must be Tesseract language packs joined by '+' (eng+deu), got {self.ocr_lang!r}"

@@ -150,6 +150,18 @@ def test_malformed_templates_fail_when_built(bad: str) -> None:
         CaptionTemplate(bad)
 
 
+@pytest.mark.parametrize("bad", ["{page:>2000000000}", "{page!r:>99999999999}", "{words:.5000}"])
+def test_templates_that_pad_a_field_to_megabytes_are_refused_when_built(bad: str) -> None:
+    """``{page:>2000000000}`` wrote a 2 GB caption for every picture; a wider pad ran out of memory building the
+    template (a raw ``MemoryError``, past the Space's check)."""
+    with pytest.raises(ValueError, match="padded beyond 1000 characters"):
+        CaptionTemplate(bad)
+    assert (
+        CaptionTemplate("{source}_{page:04}, {words:.60}").caption("a", 7, words="w " * 50)
+        == "a_0007, " + ("w " * 30).strip()
+    )
+
+
 def test_caption_file_sits_next_to_its_image() -> None:
     assert caption_name("vestnik_p0001_r2.jpg") == "vestnik_p0001_r2.txt"
 

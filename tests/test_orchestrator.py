@@ -1,6 +1,7 @@
 import base64
 import csv
 import io
+import math
 import re
 import zipfile
 from pathlib import Path
@@ -247,6 +248,22 @@ def test_crop_auto_writes_a_small_picture_alone_and_a_plate_whole(tmp_path: Path
 def test_crop_refuses_an_unknown_mode() -> None:
     with pytest.raises(ValueError, match="crop must be one of auto, always, never"):
         Options(crop="sometimes")
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ({"threshold": math.nan}, "threshold must be a finite number, got nan"),
+        ({"threshold": math.inf}, "threshold must be a finite number, got inf"),
+        ({"dedupe": 64}, "dedupe threshold must be between 0 and 63 bits, got 64"),
+        ({"dedupe": -1}, "dedupe threshold must be between 0 and 63 bits, got -1"),
+    ],
+)
+def test_options_no_run_could_finish_with_are_refused_when_built(setting: dict, said: str) -> None:
+    """They were taken, every page judged, and the run then failed at its end (the report's histogram of a NaN
+    threshold, the duplicate index's 63-bit limit): hours of an archive's pages for an error."""
+    with pytest.raises(ValueError, match=said):
+        Options(**setting)
 
 
 def test_a_kept_picture_below_min_side_is_reported_not_written(tmp_path: Path) -> None:

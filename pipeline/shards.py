@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -83,6 +84,9 @@ class ShardedWriter:
         self._keys: list[PageKey] = []
         """Pages committed to the open shard (a journal's ``done`` holds only those of an earlier run)."""
         self._open_shard(resume)
+        if self.current is not None and len(self._keys) >= self.shard_size:  # killed while closing it
+            closed_keys.update(self._keys)
+            self._close_shard()
         self.journal = ShardedJournal(self, closed_keys)
 
     def commit(self, key: PageKey, record: PageRecord, images: list[PageImage], captions: list[str]) -> None:
@@ -90,7 +94,7 @@ class ShardedWriter:
             self._open_shard(resume=False)
         self.current.commit(key, record, images, captions)
         self._keys.append(key)
-        if len(self._keys) == self.shard_size:
+        if len(self._keys) >= self.shard_size:
             self._close_shard()
 
     def read(self, name: str) -> bytes:
@@ -184,8 +188,14 @@ class ShardedWriter:
         """Keep the closed shards of an interrupted run of the same ``run_id`` (its header names the run), a
         line torn by a kill dropped; start a new state file otherwise."""
         path = self._state_path()
-        lines = path.read_text(encoding="utf-8").splitlines() if resume and path.exists() else []
-        if lines and json.loads(lines[0]).get("run") != self._run_id:
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines() if resume and path.exists() else []
+            header = json.loads(lines[0]).get("run") if lines else self._run_id
+        except (ValueError, AttributeError) as exc:
+            raise ResumeMismatch(
+                f"{path} is damaged ({type(exc).__name__}: {exc}); pass --no-resume to start over, or delete it"
+            ) from None
+        if header != self._run_id:
             raise ResumeMismatch(
                 f"{path} belongs to an interrupted run with other inputs or options; "
                 "rerun that command to finish it, or pass --no-resume to start over"
@@ -197,7 +207,10 @@ class ShardedWriter:
             except json.JSONDecodeError:
                 break
             kept.append(line)
-        path.write_text("".join(f"{line}\n" for line in kept or [json.dumps({"run": self._run_id})]))
+        # written beside it and moved over it: a kill while rewriting it forgot every closed shard
+        fresh = path.with_name(f"{path.name}.new")
+        fresh.write_text("".join(f"{line}\n" for line in kept or [json.dumps({"run": self._run_id})]))
+        os.replace(fresh, path)
 
     def read_state(self) -> Iterator[dict]:
         """The closed shards' state lines, keys and manifest rows included."""

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO, Protocol
 
 from pipeline.captions import METADATA, caption_name, metadata_line
-from pipeline.journal import Journal, PageKey
+from pipeline.journal import Journal, OutputError, PageKey
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.names import safe_text
 
@@ -25,10 +25,6 @@ _ZIPINFO_FIELDS = (
     "filename", "date_time", "compress_type", "CRC", "compress_size", "file_size", "header_offset",
     "flag_bits", "external_attr", "create_system", "create_version", "extract_version",
 )  # fmt: skip
-
-
-class OutputError(Exception):
-    """The output cannot be created or written; nothing can be done."""
 
 
 class Writer(Protocol):
@@ -59,8 +55,14 @@ class ZipWriter:
 
     def __init__(self, path: Path, journal: Journal) -> None:
         self.path, self.journal = path, journal
+        if journal.zip_end is not None and (not path.exists() or path.stat().st_size < journal.zip_end):
+            # the pages the progress file lists are not all there: resuming would declare entries with no data
+            raise OutputError(
+                f"{path} is {'missing' if not path.exists() else 'shorter than its progress file records'} "
+                f"({journal.path.name} lists pages written to it); pass --no-resume to start over"
+            )
         try:
-            if journal.zip_end is not None and path.exists():
+            if journal.zip_end is not None:
                 self._file: BinaryIO = path.open("r+b")
                 self._file.truncate(journal.zip_end)
                 self._file.seek(journal.zip_end)

@@ -3,6 +3,8 @@
 import csv
 import io
 import json
+import subprocess
+import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -126,6 +128,36 @@ def test_an_interrupted_sharded_run_resumes_to_the_same_shards(tmp_path: Path, a
     rows, files, pages = _shards(lambda name: (tmp_path / name).read_bytes(), names)
     assert (rows, files) == whole and pages == [3, 3, 3, 3, 2]
     assert not list(tmp_path.glob("*.progress")) and not (tmp_path / "out.zip.shards").exists()
+
+
+KILLED_CLOSING_A_SHARD = """
+import os, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[3])
+from factories import ARTICLE
+from pipeline import Options, ShardsLayout, run, shards
+
+def killed_while_closing(self):
+    self.current.close(False, {})  # the shard's zip is complete; its line in the state file is never written
+    os._exit(137)
+
+shards.ShardedWriter._close_shard = killed_while_closing
+run([Path(sys.argv[1])], ShardsLayout(sys.argv[2], 3), Options(**ARTICLE, size=64, threshold=45))
+"""
+
+
+def test_a_run_killed_while_closing_a_shard_resumes_to_the_same_shards(tmp_path: Path, archive: Path, whole) -> None:
+    """Killed after a shard's zip closed and before the state file listed it, the rerun kept that shard open with
+    its full count of pages, never closed it again, and wrote every later page into it."""
+    out = str(tmp_path / "out.zip")
+    command = [sys.executable, "-c", KILLED_CLOSING_A_SHARD, str(archive), out, str(Path(__file__).parent)]
+    killed = subprocess.run(command, cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300)
+    assert killed.returncode == 137, killed.stderr
+    rest = run([archive], ShardsLayout(out, 3), OPTIONS)
+    assert rest.resumed == 3
+    names = [f"out-{n:05d}.zip" for n in range(5)]
+    rows, files, pages = _shards(lambda name: (tmp_path / name).read_bytes(), names)
+    assert (rows, files) == whole and pages == [3, 3, 3, 3, 2]
 
 
 def test_an_output_url_needs_shards(archive: Path) -> None:

@@ -1,3 +1,4 @@
+import contextlib
 import csv
 import io
 import json
@@ -10,7 +11,7 @@ from PIL import Image
 
 from pipeline.fit import encode_jpeg
 from pipeline.journal import ResumeMismatch
-from pipeline.layout import layout_for
+from pipeline.layout import FolderLayout, ZipLayout, layout_for
 from pipeline.manifest import COLUMNS, PageRecord
 from pipeline.tasks import PageImage
 from pipeline.writer import FolderWriter, OutputError, ZipWriter, read_images
@@ -111,6 +112,104 @@ def test_resuming_a_different_run_is_refused(tmp_path: Path) -> None:
     fresh = _open(tmp_path / "out.zip", "run-b", resume=False)
     assert fresh.journal.done == set()
     fresh.close(complete=True, files={})
+
+
+def _killed(output: Path, pages: int = 3) -> Path:
+    """An output whose run was killed after ``pages`` pages (nothing closed, nothing finished); its progress file."""
+    writer = _open(output, "run")
+    for page in range(1, pages + 1):
+        _commit(writer, page)
+    _kill(writer)
+    return writer.journal.path
+
+
+def _kill(writer: ZipWriter | FolderWriter) -> None:
+    """Let go of ``writer``'s files as a killed process does: the zip's directory never written, the lock gone."""
+    writer.journal._file.close()
+    if isinstance(writer, ZipWriter):
+        writer._zip.fp = None  # or the ZipFile, garbage-collected, would finish the zip
+        writer._file.close()
+    else:
+        writer._manifest.close()
+
+
+class _KilledRewriting(type(Path())):
+    """A path whose process is killed as soon as it opens a progress file anew ("w": emptied, nothing written)."""
+
+    def open(self, mode: str = "r", *args: object, **kwargs: object) -> object:
+        handle = super().open(mode, *args, **kwargs)
+        if mode == "w" and self.name.endswith("progress"):
+            handle.close()
+            raise _Killed
+        return handle
+
+
+class _Killed(Exception):
+    """The process died here."""
+
+
+@pytest.mark.parametrize("layout", [ZipLayout, FolderLayout])
+def test_a_rerun_killed_as_it_starts_keeps_the_progress_of_the_run_before(tmp_path: Path, layout: type) -> None:
+    """A resume rewrote the whole progress file (emptied, then written): killed in between, the next rerun started
+    the archive over. Now only a torn tail is cut off."""
+    output = tmp_path / ("out.zip" if layout is ZipLayout else "dataset")
+    progress = _killed(output)
+    with progress.open("a") as handle:
+        handle.write('{"key": ["/x/doc.pdf", 4], "ro')  # torn by the kill
+    with contextlib.suppress(_Killed):
+        _kill(layout(_KilledRewriting(output)).open("run", True))  # the rerun is killed as it starts
+    third = layout(output).open("run", True)
+    assert third.journal.done == {("/x/doc.pdf", 1), ("/x/doc.pdf", 2), ("/x/doc.pdf", 3)}
+    _commit(third, 4)
+    third.close(complete=True, files={})
+    assert len(read_images(output)) == 4
+
+
+@pytest.mark.parametrize("output", ["out.zip", "dataset/"])
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_path: Path, output: str) -> None:
+    """Two runs at once on one output made a corrupt zip that the first one reported as done."""
+    first = _open(tmp_path / output, "run")
+    _commit(first, 1)
+    with pytest.raises(OutputError, match="another run is writing this output now"):
+        _open(tmp_path / output, "run")
+    with pytest.raises(OutputError, match="another run is writing this output now"):
+        _open(tmp_path / output, "run", resume=False)
+    _commit(first, 2)
+    first.close(complete=True, files={})
+    assert len(read_images(tmp_path / output)) == 2
+
+
+@pytest.mark.parametrize("damage", ["missing", "shorter"])
+def test_a_zip_without_the_pages_its_progress_file_lists_is_not_resumed(tmp_path: Path, damage: str) -> None:
+    """Resumed, it declared entries with no data behind them: exit 0 and a corrupt zip."""
+    _killed(tmp_path / "out.zip")
+    if damage == "missing":
+        (tmp_path / "out.zip").unlink()
+    else:
+        data = (tmp_path / "out.zip").read_bytes()
+        (tmp_path / "out.zip").write_bytes(data[: len(data) // 2])
+    with pytest.raises(OutputError, match=f"out.zip is {'missing' if damage == 'missing' else 'shorter'}.*--no-resume"):
+        _open(tmp_path / "out.zip", "run")
+    fresh = _open(tmp_path / "out.zip", "run", resume=False)
+    _commit(fresh, 1)
+    fresh.close(complete=True, files={})
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        assert archive.testzip() is None
+
+
+@pytest.mark.parametrize(
+    ("damage", "line"),
+    [(lambda lines: [lines[0], b'{"key": ["/x/doc.pdf", 1], "row": {]}\n', *lines[2:]], 2),
+     (lambda lines: [b'{"run": "r\x01"}\n', *lines[1:]], 1),
+     (lambda lines: [lines[0], b'{"key": 7}\n', *lines[2:]], 2),
+     (lambda lines: [lines[0], b"\xff\n", *lines[2:]], None)],
+)  # fmt: skip
+def test_a_damaged_progress_file_is_named_with_what_to_do(tmp_path: Path, damage, line: int | None) -> None:
+    progress = _killed(tmp_path / "out.zip")
+    progress.write_bytes(b"".join(damage(progress.read_bytes().splitlines(keepends=True))))
+    where = f" at line {line} " if line else " "
+    with pytest.raises(ResumeMismatch, match=f"out.zip.progress is damaged{where}.*pass --no-resume to start over"):
+        _open(tmp_path / "out.zip", "run")
 
 
 def test_manifest_records_boxes_as_page_fractions() -> None:

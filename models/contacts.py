@@ -80,9 +80,11 @@ def load(path: str | os.PathLike[str]) -> Contacts:
     """Read a contacts file (JSON, or YAML for ``.yaml``/``.yml``); raises :class:`ContactsError`."""
     path = Path(path)
     try:
-        raw = path.read_text(encoding="utf-8")
-        data = yaml.safe_load(raw) if path.suffix.lower() in (".yaml", ".yml") else json.loads(raw)
-    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError) as exc:
+        raw = path.read_text(encoding="utf-8-sig")  # a BOM, as Windows editors save, is no error
+        # YAML read as text only: its numbers would change a phone number (+254722000000 lost its +, 02224567 read
+        # as octal became 600439, 1962:45 as base 60 became 117765)
+        data = yaml.load(raw, Loader=yaml.BaseLoader) if path.suffix.lower() in (".yaml", ".yml") else json.loads(raw)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError, yaml.YAMLError) as exc:
         raise ContactsError(f"contacts file {path} cannot be read: {exc}") from None
     if not isinstance(data, Mapping):
         raise ContactsError(f"contacts file {path} must map each region to a list of contacts")
@@ -95,6 +97,8 @@ def load(path: str | os.PathLike[str]) -> Contacts:
             where = f"{path}: {region} contact {i}"
             if not isinstance(entry, Mapping) or not re.search(r"\d", str(entry.get("phone", ""))):
                 raise ContactsError(f"{where} needs a name and a phone number")
+            if not isinstance(entry["phone"], str):  # a JSON number: a + or a leading 0 would be gone
+                raise ContactsError(f'{where}\'s phone must be text, in quotes ("+254 722 000000")')
             name = _texts(entry.get("name"), f"{where}'s name")
             note = _texts(entry["note"], f"{where}'s note") if entry.get("note") else {}
             contacts[str(region)].append(Contact(name, str(entry["phone"]).strip(), note))

@@ -33,6 +33,22 @@ def test_a_yaml_file_works_too(tmp_path: Path) -> None:
     assert contacts.markdown(contacts.load(path), None).endswith("- Test helpline: [+00 0000 0003](tel:+0000000003)")
 
 
+@pytest.mark.parametrize("phone", ["+254722000000", "02224567", "1962:45"])
+def test_a_yaml_phone_number_is_shown_as_written_not_as_a_yaml_number(tmp_path: Path, phone: str) -> None:
+    """Unquoted, YAML read these as numbers: +254722000000 lost its +, 02224567 (octal) became 600439, 1962:45
+    (base 60) became 117765: a wrong number to call about a notifiable disease."""
+    path = tmp_path / "contacts.yaml"
+    path.write_text(f"Testland:\n  - name: Test helpline\n    phone: {phone}\n", encoding="utf-8")
+    ((contact,),) = contacts.load(path).values()
+    assert contact.phone == phone
+
+
+def test_a_json_file_saved_with_a_bom_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "contacts.json"
+    path.write_text('\ufeff{"Testland": [{"name": "Test", "phone": "+00 0000 0005"}]}', encoding="utf-8")
+    assert list(contacts.load(path)) == ["Testland"]
+
+
 def test_without_contacts_the_advice_says_how_to_find_the_authority(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -55,7 +71,15 @@ def test_many_regions_ask_for_the_region_first(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "content",
-    ["{not json", "[]", '{"Testland": []}', '{"Testland": [{"name": "Test"}]}', '{"Testland": [{"phone": "12"}]}'],
+    [
+        "{not json",
+        "[]",
+        '{"Testland": []}',
+        '{"Testland": [{"name": "Test"}]}',
+        '{"Testland": [{"phone": "12"}]}',
+        '{"Testland": [{"name": "Test", "phone": 254722000000}]}',  # a number: its + (or leading 0) is gone
+        "[" * 100_000 + "]" * 100_000,  # nested too deep for the parser: the app must still start
+    ],
 )
 def test_a_broken_file_is_logged_and_the_generic_advice_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, content: str

@@ -53,6 +53,9 @@ REVIEW_COLUMNS = ("review_dropped", "review_edited")
 _AS_WRITTEN = CaptionTemplate("{words}")
 """A template that is only the text: its :meth:`~CaptionTemplate.caption` is the pipeline's own caption cleaning."""
 _CHUNK = 1 << 20
+MAX_METADATA_MB = 64
+"""Largest ``metadata.jsonl`` a review opens (~300,000 images' lines): its records are held in memory, and a
+half-megabyte upload can unpack to gigabytes of one line."""
 
 
 class ReviewError(ValueError):
@@ -110,10 +113,14 @@ def clean_caption(text: str) -> str:
 def read_items(dataset: str | Path) -> list[Item]:
     """Every image a finished dataset zip holds, in its ``metadata.jsonl`` order (the run's), with its caption."""
     with _open(dataset) as archive:
-        return [
+        items = [
             Item(record["file_name"], record["text"], record.get("source", ""), record.get("page"))
             for record in _records(archive)
         ]
+        missing = [item.name for item in items if item.name not in archive.NameToInfo]
+    if missing:
+        raise ReviewError(f"{METADATA} names {missing[0]}, which the zip does not hold: it is not a whole dataset.")
+    return items
 
 
 def thumbnails(dataset: str | Path, names: Sequence[str], side: int = 256) -> list[Image.Image]:
@@ -124,10 +131,14 @@ def thumbnails(dataset: str | Path, names: Sequence[str], side: int = 256) -> li
     pictures = []
     with _open(dataset) as archive:
         for name in names:
-            with archive.open(name) as handle, Image.open(handle) as image:
-                image.draft("RGB", (side, side))
-                image.thumbnail((side, side))
-                pictures.append(image.convert("RGB"))
+            try:
+                with archive.open(name) as handle, Image.open(handle) as image:
+                    image.draft("RGB", (side, side))
+                    image.thumbnail((side, side))
+                    pictures.append(image.convert("RGB"))
+            except (KeyError, OSError, ValueError, Image.DecompressionBombError, zipfile.BadZipFile) as exc:
+                reason = str(exc).split(" <")[0]  # PIL names the zip's file object too
+                raise ReviewError(f"{name} in the zip is not an image that can be shown ({reason}).") from None
     return pictures
 
 
@@ -252,7 +263,7 @@ def write_review(
         texts = {caption_name(name): text for name, text in edited.items()}
         partial = target.with_name(target.name + ".partial")
         try:
-            with partial.open("wb") as raw, zipfile.ZipFile(raw, "w") as out:
+            with partial.open("wb") as raw, zipfile.ZipFile(raw, "w") as out, _damage_said(Path(dataset).name):
                 for info in source.infolist():
                     _copy(source, out, info, edited, texts, drop, gone)
                 if kohya_dir is not None:
@@ -340,11 +351,32 @@ def _manifest(reader: IO[bytes], writer: IO[bytes], edited: Mapping[str, str], d
 
 
 def _records(archive: zipfile.ZipFile) -> Iterator[dict]:
-    """``metadata.jsonl``'s records, streamed."""
-    with archive.open(METADATA) as handle:
-        for line in handle:
-            if line.strip():
-                yield json.loads(line)
+    """``metadata.jsonl``'s records, streamed; a line that is no image's record is a :class:`ReviewError`."""
+    info = archive.getinfo(METADATA)
+    if info.file_size > MAX_METADATA_MB << 20:  # the zip stops a reader at this size: it bounds what is read
+        raise ReviewError(
+            f"{METADATA} unpacks to {info.file_size >> 20} MB, more than a review opens ({MAX_METADATA_MB} MB)."
+        )
+    with archive.open(info) as handle, _damage_said(f"{METADATA} in the zip"):
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                record = None
+            if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("file_name", "text")):
+                raise ReviewError(f"{METADATA} line {number} is not an image's record (file_name and text).")
+            yield record
+
+
+@contextmanager
+def _damage_said(name: str) -> Iterator[None]:
+    """A damaged entry of the zip (its data, or a CSV field past the csv module's limit) as a :class:`ReviewError`."""
+    try:
+        yield
+    except (zipfile.BadZipFile, csv.Error, UnicodeDecodeError, EOFError) as exc:
+        raise ReviewError(f"{name} is damaged ({exc}).") from None
 
 
 @contextmanager

@@ -215,6 +215,80 @@ def test_what_is_not_a_dataset_zip_is_named(dataset: Path, tmp_path: Path) -> No
         Review.open(tmp_path / "pdfs.zip", 1024)
 
 
+def _altered(dataset: Path, target: Path, name: str, data: bytes | None) -> Path:
+    """``dataset`` with its entry ``name`` replaced by ``data`` (``None``: left out)."""
+    with zipfile.ZipFile(dataset) as source, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in source.infolist():
+            if info.filename != name:
+                out.writestr(info.filename, source.read(info))
+        if data is not None:
+            out.writestr(name, data)
+    return target
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda lines: [b"not json\n", *lines[1:]], "metadata.jsonl line 1 is not an image's record"),
+        (lambda lines: [*lines[:2], b'["a list"]\n', *lines[3:]], "metadata.jsonl line 3 is not an image's record"),
+        (lambda lines: [b'{"file_name": ["x"], "text": "t"}\n', *lines[1:]], "line 1 is not an image's record"),
+        (lambda lines: [b'{"file_name": "a.jpg"}\n', *lines[1:]], "line 1 is not an image's record"),
+        (lambda lines: [b"\xff\xfe\n", *lines[1:]], "line 1 is not an image's record"),
+        (lambda lines: [b'{"file_name": "gone.jpg", "text": "t"}\n', *lines[1:]], "names gone.jpg, which the zip"),
+    ],
+)
+def test_a_dataset_zip_whose_metadata_is_damaged_is_named_not_a_crash(
+    dataset: Path, tmp_path: Path, change, said: str
+) -> None:
+    """Each of these came back to the Space's caller as a bare "Error" (JSONDecodeError, KeyError, TypeError...)."""
+    with zipfile.ZipFile(dataset) as archive:
+        lines = archive.read("metadata.jsonl").splitlines(keepends=True)
+    damaged = _altered(dataset, tmp_path / "damaged.zip", "metadata.jsonl", b"".join(change(lines)))
+    with pytest.raises(ReviewError, match=said):
+        Review.open(damaged, 1024)
+    if "gone.jpg" not in said:
+        with pytest.raises(ReviewError, match=said):
+            write_review(damaged, tmp_path / "out.zip")
+
+
+def test_a_metadata_file_that_unpacks_to_gigabytes_is_refused_unread(dataset: Path, tmp_path: Path) -> None:
+    """A half-megabyte upload whose metadata.jsonl is one 512 MB line took 1.6 GB of the server's memory to open."""
+    bomb = _altered(dataset, tmp_path / "bomb.zip", "metadata.jsonl", b"x" * (65 << 20))
+    assert bomb.stat().st_size < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(ReviewError, match=r"metadata\.jsonl unpacks to 65 MB, more than a review opens"):
+            Review.open(bomb, 1024)
+        assert tracemalloc.get_traced_memory()[1] < 8 << 20
+    finally:
+        tracemalloc.stop()
+
+
+def test_an_entry_that_is_no_image_or_a_bomb_is_named_when_shown(dataset: Path, tmp_path: Path) -> None:
+    first = read_items(dataset)[0].name
+    for data, said in ((b"not an image", "cannot identify image file"), (_png_bomb(), "decompression bomb")):
+        damaged = _altered(dataset, tmp_path / "damaged.zip", first, data)
+        with pytest.raises(ReviewError, match=f"{first} in the zip is not an image that can be shown .*{said}"):
+            thumbnails(damaged, [first])
+
+
+def _png_bomb() -> bytes:
+    """A 20,000² PNG of one colour: a few kilobytes that decode to 400 MP."""
+    buffer = io.BytesIO()
+    Image.new("1", (20_000, 20_000)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_a_manifest_field_past_the_csv_modules_limit_is_named(dataset: Path, tmp_path: Path) -> None:
+    with zipfile.ZipFile(dataset) as archive:
+        manifest = archive.read("manifest.csv").decode()
+    header, first, *rest = manifest.splitlines(keepends=True)
+    long = '"' + "w" * 200_000 + '"' + first[first.index(",") :]  # its source cell, 200,000 characters
+    damaged = _altered(dataset, tmp_path / "damaged.zip", "manifest.csv", (header + long + "".join(rest)).encode())
+    with pytest.raises(ReviewError, match=r"damaged\.zip is damaged \(field larger than field limit"):
+        write_review(damaged, tmp_path / "out.zip")
+
+
 def test_captions_are_cleaned_as_the_pipeline_cleans_them() -> None:
     assert clean_caption(" a,  b\n\nc ,, ,d\t") == "a, b c, d"
     assert clean_caption("bad \udcff byte") == "bad \ufffd byte"

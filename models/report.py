@@ -30,6 +30,10 @@ from models.triage import CaseVerdict
 PAGE = pymupdf.paper_rect("a4")
 MARGIN = 36
 THUMBNAIL = 360
+PICTURE_NAME = 24
+"""Most characters of a photo's name under its picture (a quarter of the page wide), its start and end kept."""
+TABLE_NAME = 40
+"""Most characters of a photo's name in the table: the longest that leaves every column on the page."""
 """Longest side, in pixels, of a photo in the report (shown about 125 pt wide: sharp when printed)."""
 CSS = """
 body { font-size: 11pt; }
@@ -119,11 +123,13 @@ def build(
         buffer = io.BytesIO()
         image.save(buffer, format="JPEG", quality=85)
         archive.add(buffer.getvalue(), f"photo{i}.jpg")
-        cells.append(f'<td><img src="photo{i}.jpg" width="125"/><br/>{html.escape(photo_name)}</td>')
+        shown = advice.shown_name(photo_name, PICTURE_NAME)
+        cells.append(f'<td><img src="photo{i}.jpg" width="125"/><br/>{html.escape(shown)}</td>')
     rows = ["".join(cells[i : i + 4]) for i in range(0, len(cells), 4)]
     pictures = f'<table class="photos">{"".join(f"<tr>{r}</tr>" for r in rows)}</table>' if rows else ""
 
-    header, table = advice.table_rows(case, names, lang)
+    # a long name has no space to break at: it widened the table until its numbers fell off the page
+    header, table = advice.table_rows(case, [advice.shown_name(n, TABLE_NAME) for n in names], lang)
     lines = ["<tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>"]
     lines += ["<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in table]
 

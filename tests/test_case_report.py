@@ -81,6 +81,22 @@ def test_a_report_without_its_photos_still_has_the_table(tmp_path: Path) -> None
     assert (pages, images) == (1, 0) and "car.png" in text
 
 
+@pytest.mark.parametrize("lang", ["en", "hi"])
+def test_a_long_photo_name_keeps_every_number_on_the_page(photos: list[str], tmp_path: Path, lang: str) -> None:
+    """A name without a space to break at (a download named by its hash) widened the table until its right-hand
+    columns and their numbers fell off the A4 page, without a sign."""
+    long = "0123456789abcdef" * 7 + ".jpg"
+    pdf = report.build(_case(), [long, "car.png"], photos, tmp_path, lang=lang, when=WHEN)
+    with pymupdf.open(pdf) as doc:
+        page = doc[0]
+        words = page.get_text("words", clip=pymupdf.Rect(-1e4, -1e4, 1e4, 1e4))  # off the page too
+        assert words and all(page.rect.contains(pymupdf.Rect(word[:4])) for word in words), "a word off the page"
+        text = page.get_text()
+    for number in ("98%", "91%", "5%", "4%", "3%"):
+        assert number in text, number
+    assert "0123456789abcdef0123456789abcde…cdef.jpg" in text, "the table's name: its start and its end"
+
+
 def test_eight_photos_still_fit_one_page(files: dict[str, Path], tmp_path: Path) -> None:
     photo = triage.PhotoVerdict("lumpy_skin", {"lumpy_skin": 0.6, "normal_skin": 0.3, "fmd": 0.1}, gate=0.1)
     case = triage.CaseVerdict("lumpy_skin", photo.probabilities, [photo] * 8)

@@ -156,7 +156,7 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
                 raise ImageInputError(
                     i18n.text("error.too_large", name=name, size=f"{width}x{height}", mp=MAX_PIXELS // 1_000_000)
                 )
-            return ImageOps.exif_transpose(im).convert("RGB")
+            return _eight_bit(ImageOps.exif_transpose(im)).convert("RGB")
     except Image.DecompressionBombError:
         raise ImageInputError(i18n.text("error.bomb", name=name, mp=MAX_PIXELS // 1_000_000)) from None
     except UnidentifiedImageError:
@@ -168,6 +168,22 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
     except Exception as exc:  # noqa: BLE001 - truncated data, bad chunks, libheif's RuntimeError, EOFError…
         reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
         raise ImageInputError(i18n.text("error.damaged", name=name, reason=reason)) from None
+
+
+def _eight_bit(im: Image.Image) -> Image.Image:
+    """A 16-bit, 32-bit or float grey picture (a thermal camera's or a scanner's export) brought to 8 bits by its
+    range; other modes as they are. PIL's own conversion clips every value above 255 to white: such a photo was
+    refused as "almost one flat colour"."""
+    if im.mode not in ("I", "F") and not im.mode.startswith("I;16"):
+        return im
+    values = np.asarray(im, dtype=np.float64)
+    low, high = float(values.min()), float(values.max())
+    if im.mode != "F" and low >= 0 and high <= 65535:
+        low, high = 0.0, 65535.0  # integer samples: their type's range, as a viewer shows them
+    elif im.mode == "F" and low >= 0 and high <= 1:
+        low, high = 0.0, 1.0
+    scaled = (values - low) * (255 / max(high - low, 1e-12)) + 0.5
+    return Image.fromarray(np.clip(scaled, 0, 255).astype(np.uint8), "L")
 
 
 _HEIF_META_LIMIT = 1 << 20

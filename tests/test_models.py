@@ -237,6 +237,22 @@ def test_photos_are_turned_upright_by_their_exif_orientation(tmp_path: Path) -> 
     assert upright.getpixel((20, 5))[0] > 200 and upright.getpixel((20, 55))[0] < 60, "stored left is now the top"
 
 
+@pytest.mark.parametrize(("kind", "scale"), [(np.uint16, 65535), (np.int32, 65535), (np.float32, 1.0)])
+def test_a_16_bit_or_float_grey_photo_is_read_by_its_range_not_clipped_white(
+    tmp_path: Path, kind: type, scale: float
+) -> None:
+    """PIL's conversion clips every value above 255 to white: such a photo (a thermal camera's or a scanner's export)
+    was refused as "almost one flat colour"."""
+    ramp = np.linspace(0.15, 0.95, 320)[None, :] + np.random.default_rng(0).normal(0, 0.04, (240, 320))
+    values = np.clip(ramp, 0, 1) * scale
+    path = tmp_path / ("grey.tif" if kind is not np.uint16 else "grey.png")
+    Image.fromarray(values.astype(kind)).save(path)
+    photo = models.read_photo(path)
+    grey = np.asarray(photo.convert("L"), dtype=np.float64)
+    assert abs(grey.mean() - ramp.clip(0, 1).mean() * 255) < 3 and grey.std() > 40
+    assert models.unusable_reason(photo) is None
+
+
 def test_heic_photos_from_an_iphone_open_like_jpegs(tmp_path: Path) -> None:
     save_heic(_halves((64, 48)), tmp_path / "IMG_0001.HEIC")
     (image,) = models.open_images([tmp_path / "IMG_0001.HEIC"])

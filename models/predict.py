@@ -33,6 +33,7 @@ import torch
 from models.classifier import (
     IMAGE_EXTENSIONS,
     ImageInputError,
+    ModelError,
     list_images,
     loaded_model,
     model_id_from_env,
@@ -55,14 +56,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", help="model folder or Hub id (default: MODEL_ID or the built-in model)")
     parser.add_argument("--json", action="store_true", help="one JSON object per photo")
     parser.add_argument("--case", action="store_true", help="also one verdict for all photos as one animal")
-    parser.add_argument("--batch-size", type=int, default=16)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads on the CPU (default 2)")
+    parser.add_argument("--batch-size", type=_positive, default=16, help="photos per forward pass (default 16)")
+    parser.add_argument("--threads", type=_positive, default=2, help="torch threads on the CPU (default 2)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     files = expand(args.inputs)
     if not files:
         print(f"error: no images in {' '.join(args.inputs)} ({', '.join(sorted(IMAGE_EXTENSIONS))})", file=sys.stderr)
         return 2
+    try:
+        return _predict(files, args)
+    except ModelError as exc:  # a model that cannot be loaded: its sentence, not a traceback
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _positive(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (--batch-size -1 classified nothing, and exited 0)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, not {text!r}")
+    return value
+
+
+def _predict(files: list[Path], args: argparse.Namespace) -> int:
+    """Classify ``files`` batch by batch, a line (or a JSON object) per photo as it is done; the exit code."""
     failed = 0
     verdicts = []
     with loaded_model(args.model or model_id_from_env()) as m:

@@ -363,6 +363,27 @@ def test_whatever_libheif_raises_becomes_one_sentence(
         models.read_photo(path)
 
 
+@pytest.mark.parametrize("argument", [["--batch-size", "-1"], ["--batch-size", "0"], ["--threads", "0"]])
+def test_predict_refuses_counts_below_one_before_any_photo(
+    tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], argument: list[str]
+) -> None:
+    """--batch-size -1 classified nothing and exited 0; 0 and --threads 0 ended in a traceback."""
+    Image.fromarray(np.random.default_rng(3).integers(0, 255, (80, 96, 3), dtype=np.uint8)).save(tmp_path / "a.jpg")
+    with pytest.raises(SystemExit) as exited:
+        predict.main([str(tmp_path / "a.jpg"), "--model", str(tiny_model), *argument])
+    assert exited.value.code == 2
+    assert f"{argument[0]}: must be a whole number of at least 1, not '{argument[1]}'" in capsys.readouterr().err
+
+
+def test_predict_says_why_a_model_cannot_be_loaded_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    Image.new("RGB", (96, 80)).save(tmp_path / "a.jpg")
+    assert predict.main([str(tmp_path / "a.jpg"), "--model", str(tmp_path / "no-model")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: The classifier could not be loaded") and "Traceback" not in err
+
+
 def test_predict_says_each_unreadable_photo_in_one_error_line_and_classifies_the_rest(
     tiny_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -120,6 +120,14 @@ def _run(
         bar.close()
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # a full disk, a quota, a file too large: what was committed stays
+        bar.close()
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(
+            f"error: {exc.strerror or exc}{where}; make room and rerun the same command to continue ({args.output})",
+            file=sys.stderr,
+        )
+        return 1
     except KeyboardInterrupt:
         bar.close()
         print(f"interrupted; rerun the same command to continue ({args.output})", file=sys.stderr)

@@ -99,14 +99,22 @@ class ZipWriter:
         )
 
     def close(self, complete: bool, files: dict[str, Iterable[str]]) -> None:
-        with self._text(MANIFEST) as text:
-            _write_manifest(text, self.journal)
-        with self._text(METADATA) as text:
-            text.writelines(self.journal.metadata())
-        for name, chunks in files.items():
-            with self._text(name) as text:
-                text.writelines(chunks)
-        self._zip.close()
+        try:
+            with self._text(MANIFEST) as text:
+                _write_manifest(text, self.journal)
+            with self._text(METADATA) as text:
+                text.writelines(self.journal.metadata())
+            for name, chunks in files.items():
+                with self._text(name) as text:
+                    text.writelines(chunks)
+            self._zip.close()
+        except BaseException:
+            # a full disk: the zip is left as the progress file describes it, for the rerun; ZipFile's own finaliser
+            # would try to finish it again at exit, and print a second traceback
+            self._zip.fp = None
+            self._file.close()
+            self.journal.close(remove=False)
+            raise
         self._file.close()
         self.journal.close(remove=complete)
 

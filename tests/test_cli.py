@@ -107,3 +107,33 @@ def test_cli_defaults_are_the_settings_defaults() -> None:
     changed = build_parser().parse_args(["in.pdf", "-o", "o/", "--dedupe", "-1", "--crop", "--no-resume", "--upscale"])
     assert from_args(Options, changed) == Options(dedupe=None, crop="always", upscale=True)
     assert from_args(Execution, changed).resume is False
+
+
+FILE_SIZE_LIMITED = """
+import resource, runpy, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG), as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv.pop(1)),) * 2)
+sys.argv[0] = "pipeline"
+runpy.run_module("pipeline", run_name="__main__")
+"""
+
+
+def test_an_output_that_cannot_grow_stops_the_run_with_one_line_and_a_rerun_finishes_it(tmp_path: Path) -> None:
+    """A full disk (here: a file size limit) ended the run with a 45-line chained traceback; the pages committed
+    before it stay, and the same command continues once there is room."""
+    pdf = pdf_from_images(tmp_path / "scan.pdf", [engraving(600, 800, seed=s) for s in range(8)])
+    options = [*ARTICLE_CLI, "--threshold", "0", "--size", "256", "--workers", "1"]
+    whole = _cli(pdf, "-o", tmp_path / "whole.zip", *options)
+    assert whole.returncode == 0, whole.stderr
+    limit = (tmp_path / "whole.zip").stat().st_size // 2
+    command = [sys.executable, "-c", FILE_SIZE_LIMITED, str(limit), str(pdf), "-o", str(tmp_path / "out.zip")]
+    full = subprocess.run([*command, *options], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert full.returncode == 1 and "Traceback" not in full.stderr, full.stderr
+    assert "error: File too large" in full.stderr and "rerun the same command to continue" in full.stderr
+    rest = _cli(pdf, "-o", tmp_path / "out.zip", *options)
+    assert rest.returncode == 0 and "done before" in rest.stdout, rest.stdout + rest.stderr
+    with zipfile.ZipFile(tmp_path / "whole.zip") as a, zipfile.ZipFile(tmp_path / "out.zip") as b:
+        assert b.testzip() is None
+        assert {n: a.read(n) for n in a.namelist() if n.endswith(".jpg")} == {
+            n: b.read(n) for n in b.namelist() if n.endswith(".jpg")
+        }

@@ -251,6 +251,14 @@ def check_pdf(path: str | Path) -> int:
 MAX_ZIPS = 20
 """Most archives unpacked for one request: the rest are refused (each zip costs a folder and a scan)."""
 
+MAX_MEMBERS = 10_000
+"""Most PDFs one zip may hold: more is refused before a file is written (a zip of a million empty members took
+minutes and 1.4 GB listing and unpacking them, before any limit said no)."""
+MAX_REASONS = 10
+"""Reasons named when no upload can be used; the rest counted (300,000 empty members made a 9 MB message)."""
+NAME_BYTES = 200
+"""Longest file name a member is unpacked under (most file systems allow 255 bytes; ~86 CJK characters reach it)."""
+
 FILE_COST = 4096
 """Bytes each unpacked file is charged beyond its size (a block and its folder): a zip of a million empty
 ``.pdf`` members would otherwise fill the disk's inodes within any byte budget."""
@@ -275,10 +283,14 @@ class UnpackBudget:
         return True
 
 
-def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int | UnpackBudget) -> dict[Path, str]:
+def unpack_pdfs(
+    archive: str | Path, folder: str | Path, max_bytes: int | UnpackBudget, skipped: list[str] | None = None
+) -> dict[Path, str]:
     """Extract the PDFs of a ``.zip`` into ``folder``, in the archive's order; other members are ignored.
 
-    Returns each extracted file with its path inside the archive (to name it to people).
+    Returns each extracted file with its path inside the archive (to name it to people). A member that cannot be
+    extracted (damaged, encrypted, a compression Python lacks) is left out and said in ``skipped``: the archive's
+    other PDFs are still used.
     Each PDF goes to its own numbered sub-folder under its own base name, so no member path can escape
     ``folder`` and two PDFs of the same name in different folders stay apart. Stops with ``PdfError`` (and
     removes what it wrote) when the extracted PDFs would exceed ``max_bytes``, or the request's budget shared
@@ -288,7 +300,7 @@ def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int | Unpack
     budget = max_bytes if isinstance(max_bytes, UnpackBudget) else UnpackBudget(max_bytes)
     made: list[Path] = []
     try:
-        return _unpack(zipfile.ZipFile(archive), name, folder, budget, made)
+        return _unpack(zipfile.ZipFile(archive), name, folder, budget, made, [] if skipped is None else skipped)
     except (zipfile.BadZipFile, zlib.error, EOFError) as exc:
         failure = f"{name}: not a zip archive, or damaged ({exc})"
     except (NotImplementedError, RuntimeError) as exc:  # an encrypted member, a compression Python lacks
@@ -303,26 +315,47 @@ def unpack_pdfs(archive: str | Path, folder: str | Path, max_bytes: int | Unpack
 
 
 def _unpack(
-    zipped: zipfile.ZipFile, name: str, folder: Path, budget: UnpackBudget, made: list[Path]
+    zipped: zipfile.ZipFile, name: str, folder: Path, budget: UnpackBudget, made: list[Path], skipped: list[str]
 ) -> dict[Path, str]:
     with zipped:
         members = [m for m in zipped.infolist() if not m.is_dir() and m.filename.lower().endswith(".pdf")]
         if not members:
             raise PdfError(f"{name}: the zip holds no PDF")
+        if len(members) > MAX_MEMBERS:
+            raise PdfError(f"{name}: holds {len(members):,} PDFs, more than {MAX_MEMBERS:,} in one zip")
         pdfs, left = {}, budget.max_bytes - budget.spent
         for number, member in enumerate(members, 1):
-            target = folder / f"{number:05d}" / Path(member.filename.replace("\\", "/")).name
+            target = folder / f"{number:05d}" / _short(Path(member.filename.replace("\\", "/")).name)
             if not budget.take(FILE_COST):
                 raise PdfError(_over(name, budget, left))
             target.parent.mkdir(parents=True, exist_ok=True)
             made.append(target.parent)
-            with zipped.open(member) as source, target.open("wb") as sink:
-                while chunk := source.read(1 << 20):
-                    if not budget.take(len(chunk)):
-                        raise PdfError(_over(name, budget, left))
-                    sink.write(chunk)
+            try:
+                with zipped.open(member) as source, target.open("wb") as sink:
+                    while chunk := source.read(1 << 20):
+                        if not budget.take(len(chunk)):
+                            raise PdfError(_over(name, budget, left))
+                        sink.write(chunk)
+            except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
+                # this member only (a bad CRC, encrypted, Deflate64): the archive's other PDFs are still used
+                shutil.rmtree(target.parent, ignore_errors=True)
+                skipped.append(f"{name} › {_shown(member.filename)}: cannot be unpacked ({_shown(str(exc))})")
+                continue
             pdfs[target] = member.filename
         return pdfs
+
+
+def _short(file_name: str) -> str:
+    """``file_name`` cut to :data:`NAME_BYTES` (its ``.pdf`` kept): the name on disk only, people see the member's."""
+    if len(file_name.encode("utf-8", "surrogateescape")) <= NAME_BYTES:
+        return file_name
+    stem = file_name[:-4].encode("utf-8", "surrogateescape")[: NAME_BYTES - 4].decode("utf-8", "ignore")
+    return stem + file_name[-4:]
+
+
+def _shown(text: str) -> str:
+    """Outside text (a member's name, a library's message) on one line of a summary: no line breaks of its own."""
+    return " ".join(safe_text(text).split())
 
 
 def _over(name: str, budget: UnpackBudget, left: int) -> str:
@@ -348,18 +381,18 @@ def gather_uploads(
     budget, zips = UnpackBudget(max_unpacked), 0
     for number, file in enumerate(map(Path, files)):
         if file.suffix.lower() != ".zip":
-            names[file] = file.name
+            names[file.resolve()] = file.name  # resolved, as the run names its files (a temp folder via a symlink)
             continue
         zips += 1
         if zips > max_zips:
             problems.append(f"{safe_text(file.name)}: not unpacked, more than {max_zips} zips in one request")
             continue
         try:
-            unpacked = unpack_pdfs(file, Path(folder) / str(number), budget)
+            unpacked = unpack_pdfs(file, Path(folder) / str(number), budget, problems)
         except PdfError as exc:
             problems.append(str(exc))
             continue
-        names.update({pdf: f"{file.name} › {member}" for pdf, member in unpacked.items()})
+        names.update({pdf.resolve(): f"{file.name} › {_shown(member)}" for pdf, member in unpacked.items()})
     reasons = []
     for pdf in names:
         try:
@@ -368,4 +401,6 @@ def gather_uploads(
             reasons.append(str(exc))
         else:
             return names, problems
-    raise PdfError("; ".join([*problems, *reasons]) or "no file to process")
+    said = [*problems, *reasons]
+    more = f"; and {len(said) - MAX_REASONS:,} more" if len(said) > MAX_REASONS else ""
+    raise PdfError("; ".join(said[:MAX_REASONS]) + more if said else "no file to process")

@@ -12,6 +12,7 @@ import pytest
 from factories import ARTICLE_CLI, encrypted_pdf, engraving, pdf_from_images, text_page, zero_page_pdf
 from PIL import Image
 
+from pipeline import source as source_module
 from pipeline.source import MAX_ZIPS, PdfError, check_pdf, find_pdfs, gather_uploads, open_pdf, unpack_pdfs
 
 
@@ -194,6 +195,72 @@ def test_gather_uploads_keeps_every_pdf_and_names_zip_members(tmp_path: Path) ->
     names, problems = gather_uploads([bad, good, bundle, broken], tmp_path / "work", max_unpacked=2**20)
     assert list(names.values()) == ["bad.pdf", "good.pdf", "issues.zip › 1890/good.pdf"]
     assert len(problems) == 1 and problems[0].startswith("broken.zip: not a zip archive")
+
+
+def _damaged_member(path: Path, good: bytes) -> Path:
+    """A zip of two good PDFs around one whose stored bytes were changed after the zip was made (bad CRC)."""
+    _zip(path, {"a.pdf": good, "b.pdf": good.replace(b"%PDF", b"%PDX", 1), "c.pdf": good})
+    data = path.read_bytes()
+    at = data.index(b"%PDX")
+    path.write_bytes(data[:at] + b"%PDF" + data[at + 4 :])  # the data no longer matches b.pdf's CRC
+    return path
+
+
+def test_one_damaged_or_long_named_member_costs_itself_not_the_zips_other_pdfs(tmp_path: Path) -> None:
+    """A member with a bad CRC (or encrypted, or Deflate64 from Windows' Explorer), or a name over 255 bytes (~86
+    CJK characters), made the whole zip "cannot be unpacked", its good PDFs thrown away with it."""
+    good = pdf_from_images(tmp_path / "good.pdf", [text_page()]).read_bytes()
+    damaged = _damaged_member(tmp_path / "damaged.zip", good)
+    long = "報" * 100 + ".pdf"  # 304 bytes
+    named = _zip(tmp_path / "named.zip", {"a.pdf": good, f"1890/{long}": good})
+    names, problems = gather_uploads([damaged, named], tmp_path / "work", max_unpacked=2**24)
+    assert list(names.values()) == [
+        "damaged.zip › a.pdf",
+        "damaged.zip › c.pdf",
+        "named.zip › a.pdf",
+        f"named.zip › 1890/{long}",
+    ]
+    assert problems == ["damaged.zip › b.pdf: cannot be unpacked (Bad CRC-32 for file 'b.pdf')"]
+    assert all(check_pdf(path) == 1 for path in names)
+
+
+def test_a_zip_of_too_many_pdfs_is_refused_before_a_file_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A million empty members took minutes and 1.4 GB unpacking before a limit said no."""
+    monkeypatch.setattr(source_module, "MAX_MEMBERS", 5)
+    many = _zip(tmp_path / "many.zip", {f"{n}.pdf": b"" for n in range(6)})
+    with pytest.raises(PdfError, match=r"many\.zip: holds 6 PDFs, more than 5 in one zip"):
+        unpack_pdfs(many, tmp_path / "out", max_bytes=2**20)
+    assert not (tmp_path / "out").exists()
+
+
+def test_when_nothing_is_usable_ten_reasons_are_named_and_the_rest_counted(tmp_path: Path) -> None:
+    """300,000 empty members made a 9 MB error message."""
+    empties = _zip(tmp_path / "empties.zip", {f"{n}.pdf": b"" for n in range(25)})
+    with pytest.raises(PdfError) as refused:
+        gather_uploads([empties], tmp_path / "work", max_unpacked=2**20)
+    assert str(refused.value).count("the file is empty") == 10 and str(refused.value).endswith("; and 15 more")
+
+
+def test_a_members_name_stays_on_one_line_of_the_summary(tmp_path: Path) -> None:
+    good = pdf_from_images(tmp_path / "good.pdf", [text_page()]).read_bytes()
+    tricky = _zip(tmp_path / "tricky.zip", {"evil\nbox9.zip › fake.pdf: 500 pages\nx.pdf": good})
+    names, _ = gather_uploads([tricky], tmp_path / "work", max_unpacked=2**20)
+    assert list(names.values()) == ["tricky.zip › evil box9.zip › fake.pdf: 500 pages x.pdf"]
+
+
+def test_uploads_are_named_by_their_resolved_paths_as_the_run_names_them(tmp_path: Path) -> None:
+    """Reached through a symlink (macOS's /var is /private/var), the names did not match the run's own paths, and the
+    Space's summary lost "archive.zip ›" from every member."""
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    good = pdf_from_images(tmp_path / "real" / "good.pdf", [text_page()])
+    _zip(tmp_path / "real" / "box.zip", {"issue.pdf": good.read_bytes()})
+    names, _ = gather_uploads(
+        [tmp_path / "link" / "good.pdf", tmp_path / "link" / "box.zip"], tmp_path / "link" / "work", 2**20
+    )
+    assert all(path == path.resolve() for path in names) and list(names.values()) == ["good.pdf", "box.zip › issue.pdf"]
 
 
 def test_gather_uploads_names_every_reason_when_nothing_is_usable(tmp_path: Path) -> None:

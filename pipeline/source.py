@@ -55,6 +55,8 @@ def find_pdfs(inputs: Iterable[str | Path]) -> list[Path | str]:
             found.extend(sorted(p for p in item.rglob("*") if p.suffix.lower() == ".pdf" and p.is_file()))
         elif item.is_file():
             found.append(item)
+        elif item.exists():  # a fifo or a device: reading it would wait for ever, or never end
+            raise FileNotFoundError(f"{item}: not a regular file or folder")
         else:
             raise FileNotFoundError(f"{item}: no such file or folder")
     unique: dict[Path | str, Path | str] = {}
@@ -73,6 +75,7 @@ def _find_remote(url: str) -> list[str]:
         raise FileNotFoundError(f"{url}: cannot read this kind of URL ({exc})") from None
     # on HTTP a query string (a presigned URL's signature) is not part of the name, nor a glob's "?"
     named = urlsplit(url).path if is_http(url) else path
+    irregular = False
     try:
         if _GLOB.search(named):
             matches = fs.glob(path)
@@ -81,7 +84,9 @@ def _find_remote(url: str) -> list[str]:
                 open_http(fs, path, READ_TIMEOUT).close()  # one GET, its status kept (``exists`` hides it)
             elif not fs.exists(path):
                 raise FileNotFoundError(url)
-            return [url]
+            irregular = not is_http(url) and fs.info(path).get("type") != "file"  # file:///dev/zero, a fifo
+            if not irregular:
+                return [url]
         elif fs.isdir(path):
             matches = fs.find(path)
         else:
@@ -93,6 +98,8 @@ def _find_remote(url: str) -> list[str]:
         raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - any back-end's failure (network, auth) is the input's problem
         raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
+    if irregular:  # reading it would wait for ever, or never end
+        raise FileNotFoundError(f"{url}: not a regular file")
     return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
 
 

@@ -1,5 +1,6 @@
 import csv
 import io
+import os
 import re
 import subprocess
 import sys
@@ -146,6 +147,17 @@ def test_a_login_page_named_pdf_gets_its_error_row_and_the_run_goes_on(tmp_path:
         ("scan.pdf", "1", ""),
     ]
     assert rows[1]["outputs"] == "scan_p0001.jpg"
+
+
+@pytest.mark.parametrize("as_url", [False, True])
+def test_a_fifo_or_a_device_named_as_a_pdf_is_refused_not_read_for_ever(tmp_path: Path, as_url: bool) -> None:
+    """Given as a file:// URL, a fifo hung the run for good and /dev/zero was copied without end."""
+    os.mkfifo(tmp_path / "pipe.pdf")
+    (tmp_path / "zero.pdf").symlink_to("/dev/zero")
+    for name in ("pipe.pdf", "zero.pdf"):
+        given = (tmp_path / name).as_uri() if as_url else tmp_path / name
+        with pytest.raises(FileNotFoundError, match=f"{name}: not a regular file"):
+            find_pdfs([given])
 
 
 def _zip(path: Path, members: dict[str, bytes]) -> Path:

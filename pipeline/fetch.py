@@ -31,6 +31,9 @@ from pipeline import source
 from pipeline.source import failure_text, is_http, remote_name
 
 CHUNK = 1 << 20
+DISK_RESERVE = 512 << 20
+"""Free disk a download never takes: an endless or huge remote file filled the disk before it failed, and a page
+committed then would have found no room for the output."""
 RUN_PREFIX = "pipeline-run-"
 GRACE = 2.0
 """Seconds past the run's deadline that :meth:`Fetcher.get` still waits for a download to stop by itself."""
@@ -230,6 +233,8 @@ class Fetcher:
                     chunk = remote.read(CHUNK)
                     if not chunk:
                         break
+                    if shutil.disk_usage(target.parent).free - len(chunk) < DISK_RESERVE:
+                        raise OSError(f"it would leave less than {DISK_RESERVE >> 20} MB of disk free for the output")
                     local.write(chunk)
                     self._grow(url, len(chunk))
         except FetchStopped as exc:

@@ -100,6 +100,17 @@ def test_remote_inputs_name_their_files_and_skip_what_cannot_be_fetched(tmp_path
     assert summary.files[urls[0]].error.endswith(")") and summary.files[urls[1]].pages == 6
 
 
+def test_a_download_that_would_fill_the_disk_is_stopped_and_its_file_skipped(
+    tmp_path: Path, server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An endless or huge remote file filled the disk before it failed (then a page's commit could find no room)."""
+    monkeypatch.setattr(fetch, "DISK_RESERVE", shutil.disk_usage(tmp_path).free)  # no room for one more chunk
+    url = f"{server}/issue%201890.pdf"
+    summary = run([url], tmp_path / "out.zip", OPTIONS)
+    assert summary.errors == 1 and summary.pages == 0
+    assert summary.files[url].error.endswith("of disk free for the output)"), summary.files[url].error
+
+
 def test_remote_inputs_are_found_by_glob_and_missing_ones_named(server: str) -> None:
     assert find_pdfs([f"{server}/issue*.pdf"]) == [f"{server}/issue%201890.pdf", f"{server}/issue-b.pdf"]
     with pytest.raises(FileNotFoundError, match=r"/missing\.pdf: no such file or folder"):

@@ -77,7 +77,11 @@ def _find_remote(url: str) -> list[str]:
     named = urlsplit(url).path if is_http(url) else path
     irregular = False
     try:
-        if _GLOB.search(named):
+        listing = path if not _GLOB.search(path) else path[: _GLOB.search(path).start()]
+        listed = _GLOB.search(named) or not named.lower().endswith(".pdf")  # a folder's or a glob's listing
+        if is_http(url) and listed and _listing_too_large(fs, listing):
+            matches = None  # fsspec would read it whole
+        elif _GLOB.search(named):
             matches = fs.glob(path)
         elif named.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
             if is_http(url):
@@ -100,7 +104,30 @@ def _find_remote(url: str) -> list[str]:
         raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
     if irregular:  # reading it would wait for ever, or never end
         raise FileNotFoundError(f"{url}: not a regular file")
+    if matches is None:
+        raise FileNotFoundError(f"{url}: its listing is larger than {MAX_LISTING >> 20} MB")
     return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
+
+
+MAX_LISTING = 64 << 20
+"""Most bytes of an HTTP folder's listing (a page of links): fsspec reads a listing whole, and one that never ended
+took gigabytes of memory."""
+
+
+def _listing_too_large(fs: object, path: str) -> bool:
+    """Whether the HTTP folder listing of ``path`` (up to its last ``/``) is longer than :data:`MAX_LISTING`, read
+    as a stream before fsspec reads it whole."""
+    folder = path[: path.rfind("/") + 1] or path
+    listing = open_http(fs, folder, READ_TIMEOUT, total=READ_TIMEOUT * 10)
+    try:
+        read = 0
+        while chunk := listing.read(1 << 20):
+            read += len(chunk)
+            if read > MAX_LISTING:
+                return True
+        return False
+    finally:
+        listing.close()
 
 
 READ_TIMEOUT = 60.0

@@ -159,7 +159,8 @@ class HostileHandler(http.server.SimpleHTTPRequestHandler):
     """Serves the archive folder, and hostile servers under prefixes: ``/flaky/…`` is found (its first request
     succeeds: the existence check) but every download after fails with a server error; ``/broken/…`` always
     fails; ``/loop/…`` redirects to itself; ``/drip/…`` declares 10 MB and sends 1 byte a second; ``/stall/…``
-    sends its headers and then nothing; ``/slow/…`` serves the file at 128 KB/s, ``/late/…`` a PDF after 0.6 s.
+    sends its headers and then nothing; ``/slow/…`` serves the file at 128 KB/s, ``/late/…`` a PDF after 0.6 s;
+    ``/endless/`` is a folder listing (HTML) that never ends.
     Shared by ``tests/test_remote.py`` and ``bench/hostile_inputs.py``."""
 
     requests: ClassVar[dict[str, int]] = {}
@@ -189,11 +190,24 @@ class HostileHandler(http.server.SimpleHTTPRequestHandler):
         elif prefix == "slow":
             self.path = self.path.removeprefix("/slow")
             self.wfile = Throttled(self.wfile)
+        elif prefix == "endless":
+            self._endless_listing()
+            return
         elif prefix == "late":
             self.path = self.path.removeprefix("/late")
             if self.path.endswith(".pdf"):
                 time.sleep(0.6)
         super().do_GET()
+
+    def _endless_listing(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.end_headers()
+        try:
+            for number in range(10_000_000):  # ~600 MB of links, far past any bounded reader
+                self.wfile.write(f'<a href="issue{number}.pdf">issue{number}.pdf</a>\n'.encode() * 100)
+        except OSError:  # the client went away
+            pass
 
     def _trickle(self, rate: int) -> None:
         self.send_response(200)

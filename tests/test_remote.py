@@ -111,6 +111,16 @@ def test_a_download_that_would_fill_the_disk_is_stopped_and_its_file_skipped(
     assert summary.files[url].error.endswith("of disk free for the output)"), summary.files[url].error
 
 
+@pytest.mark.parametrize("listed", ["endless/", "endless/*.pdf"])
+def test_a_folder_listing_that_never_ends_is_refused_not_read_into_memory(
+    server: str, monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    """fsspec reads an HTTP listing whole: one that never ended took 4 GB in 6 s and went on growing."""
+    monkeypatch.setattr(source, "MAX_LISTING", 4 << 20)
+    with pytest.raises(FileNotFoundError, match=r"endless/.*: its listing is larger than 4 MB"):
+        find_pdfs([f"{server}/{listed}"])
+
+
 def test_remote_inputs_are_found_by_glob_and_missing_ones_named(server: str) -> None:
     assert find_pdfs([f"{server}/issue*.pdf"]) == [f"{server}/issue%201890.pdf", f"{server}/issue-b.pdf"]
     with pytest.raises(FileNotFoundError, match=r"/missing\.pdf: no such file or folder"):

@@ -30,11 +30,11 @@ from models.triage import CaseVerdict
 PAGE = pymupdf.paper_rect("a4")
 MARGIN = 36
 THUMBNAIL = 360
+"""Longest side, in pixels, of a photo in the report (shown about 125 pt wide: sharp when printed)."""
 PICTURE_NAME = 24
 """Most characters of a photo's name under its picture (a quarter of the page wide), its start and end kept."""
 TABLE_NAME = 40
 """Most characters of a photo's name in the table: the longest that leaves every column on the page."""
-"""Longest side, in pixels, of a photo in the report (shown about 125 pt wide: sharp when printed)."""
 CSS = """
 body { font-size: 11pt; }
 h1 { font-size: 17pt; margin: 0 0 4pt 0; }

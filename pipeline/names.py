@@ -39,6 +39,12 @@ def safe_text(text: str) -> str:
     return _CONTROL.sub("\ufffd", text)
 
 
+def one_line(text: str) -> str:
+    """Outside text (a name from a zip, a library's message) made encodable and put on one line of a summary, a
+    note or a manifest cell: its own line breaks and runs of white space become single spaces."""
+    return " ".join(safe_text(text).split())
+
+
 def portable_stem(stem: str) -> str:
     """A file-name stem every common file system and ``unzip`` accepts, shortened with a hash when long.
 

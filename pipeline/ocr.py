@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import pipeline.words
 from pipeline.judges import Box
+from pipeline.names import one_line
 from pipeline.words import MARGIN_MM, clean_words
 
 if TYPE_CHECKING:
@@ -127,15 +128,11 @@ def _unusable_version(program: str) -> str:
     try:
         pytesseract.get_tesseract_version()
     except (SystemExit, pytesseract.TesseractNotFoundError, OSError, subprocess.SubprocessError) as exc:
-        return f"pytesseract cannot use this Tesseract ({_one_line(exc)}; it needs 3.05 or newer)"
+        reason = one_line(f"{type(exc).__name__}: {exc}")
+        return f"pytesseract cannot use this Tesseract ({reason}; it needs 3.05 or newer)"
     finally:
         pytesseract.pytesseract.tesseract_cmd = saved
     return ""
-
-
-def _one_line(exc: BaseException) -> str:
-    """An exception as one line of a note or a manifest cell (Tesseract's own messages span several)."""
-    return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
 def bands(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> list[Box]:
@@ -241,7 +238,7 @@ def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
         pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError,
         subprocess.SubprocessError, SystemExit,  # pytesseract's answer to a Tesseract version it refuses
     ) as exc:  # fmt: skip
-        raise OcrFailed(f"OCR failed: {_one_line(exc)}") from None
+        raise OcrFailed("OCR failed: " + one_line(f"{type(exc).__name__}: {exc}")) from None
     kept: list[tuple[tuple[int, int, int], str]] = []
     for text, confidence, block, paragraph, line, width, height in zip(
         data["text"], data["conf"], data["block_num"], data["par_num"], data["line_num"], data["width"],

@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, BinaryIO
 from urllib.parse import unquote, urlsplit
 
-from pipeline.names import safe_text
+from pipeline.names import one_line, safe_text
 
 if TYPE_CHECKING:
     import pymupdf
@@ -75,21 +75,21 @@ def _find_remote(url: str) -> list[str]:
         raise FileNotFoundError(f"{url}: cannot read this kind of URL ({exc})") from None
     # on HTTP a query string (a presigned URL's signature) is not part of the name, nor a glob's "?"
     named = urlsplit(url).path if is_http(url) else path
-    irregular = False
+    glob, file = _GLOB.search(named), named.lower().endswith(".pdf")
+    refused = ""  # why a URL that is there is not read
     try:
-        listing = path if not _GLOB.search(path) else path[: _GLOB.search(path).start()]
-        listed = _GLOB.search(named) or not named.lower().endswith(".pdf")  # a folder's or a glob's listing
-        if is_http(url) and listed and _listing_too_large(fs, listing):
-            matches = None  # fsspec would read it whole
-        elif _GLOB.search(named):
+        if is_http(url) and (glob or not file) and _listing_too_large(fs, path):
+            refused = f"its listing is larger than {MAX_LISTING >> 20} MB"  # fsspec would read it whole
+        elif glob:
             matches = fs.glob(path)
-        elif named.lower().endswith(".pdf"):  # a file: never listed (HTTP would download it to look for links)
+        elif file:  # never listed (HTTP would download it to look for links)
             if is_http(url):
                 open_http(fs, path, READ_TIMEOUT).close()  # one GET, its status kept (``exists`` hides it)
             elif not fs.exists(path):
                 raise FileNotFoundError(url)
-            irregular = not is_http(url) and fs.info(path).get("type") != "file"  # file:///dev/zero, a fifo
-            if not irregular:
+            elif fs.info(path).get("type") != "file":  # file:///dev/zero, a fifo: a read never ends, or waits
+                refused = "not a regular file"
+            if not refused:
                 return [url]
         elif fs.isdir(path):
             matches = fs.find(path)
@@ -102,10 +102,8 @@ def _find_remote(url: str) -> list[str]:
         raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
     except Exception as exc:  # noqa: BLE001 - any back-end's failure (network, auth) is the input's problem
         raise FileNotFoundError(f"{url}: cannot be reached ({failure_text(exc)})") from None
-    if irregular:  # reading it would wait for ever, or never end
-        raise FileNotFoundError(f"{url}: not a regular file")
-    if matches is None:
-        raise FileNotFoundError(f"{url}: its listing is larger than {MAX_LISTING >> 20} MB")
+    if refused:
+        raise FileNotFoundError(f"{url}: {refused}")
     return sorted(fs.unstrip_protocol(match) for match in matches if match.lower().endswith(".pdf"))
 
 
@@ -115,9 +113,11 @@ took gigabytes of memory."""
 
 
 def _listing_too_large(fs: object, path: str) -> bool:
-    """Whether the HTTP folder listing of ``path`` (up to its last ``/``) is longer than :data:`MAX_LISTING`, read
-    as a stream before fsspec reads it whole."""
-    folder = path[: path.rfind("/") + 1] or path
+    """Whether the HTTP folder listing of ``path`` (a folder, or a glob's folder) is longer than
+    :data:`MAX_LISTING`, read as a stream before fsspec reads it whole."""
+    glob = _GLOB.search(path)
+    head = path[: glob.start()] if glob else path
+    folder = head[: head.rfind("/") + 1] or head
     listing = open_http(fs, folder, READ_TIMEOUT, total=READ_TIMEOUT * 10)
     try:
         read = 0
@@ -373,7 +373,7 @@ def _unpack(
             except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as exc:
                 # this member only (a bad CRC, encrypted, Deflate64): the archive's other PDFs are still used
                 shutil.rmtree(target.parent, ignore_errors=True)
-                skipped.append(f"{name} › {_shown(member.filename)}: cannot be unpacked ({_shown(str(exc))})")
+                skipped.append(f"{name} › {one_line(member.filename)}: cannot be unpacked ({one_line(str(exc))})")
                 continue
             pdfs[target] = member.filename
         return pdfs
@@ -385,11 +385,6 @@ def _short(file_name: str) -> str:
         return file_name
     stem = file_name[:-4].encode("utf-8", "surrogateescape")[: NAME_BYTES - 4].decode("utf-8", "ignore")
     return stem + file_name[-4:]
-
-
-def _shown(text: str) -> str:
-    """Outside text (a member's name, a library's message) on one line of a summary: no line breaks of its own."""
-    return " ".join(safe_text(text).split())
 
 
 def _over(name: str, budget: UnpackBudget, left: int) -> str:
@@ -426,7 +421,7 @@ def gather_uploads(
         except PdfError as exc:
             problems.append(str(exc))
             continue
-        names.update({pdf.resolve(): f"{file.name} › {_shown(member)}" for pdf, member in unpacked.items()})
+        names.update({pdf.resolve(): f"{file.name} › {one_line(member)}" for pdf, member in unpacked.items()})
     reasons = []
     for pdf in names:
         try:

@@ -32,6 +32,24 @@ SIDE = 320
 """The page is measured at this many pixels on its longer side (fractions of the page need no more)."""
 DARK_SHEET = 64
 """A sheet darker than this (grey level) is a black card or a scanner's frame."""
+MAX_DEPTH = 3
+"""Grounds within grounds looked into: a scanner's bed, a case, its mat, the photograph."""
+TWO_GROUNDS = 0.25
+"""A band is read as two grounds only when the lesser covers at least this share of it (else it is marks on one)."""
+EVEN = 0.6
+"""Share of that band within the noise of its commonest tone: one even card, not a photograph's edge."""
+
+
+@dataclass(frozen=True)
+class _Planes:
+    """The measuring view's planes, shared by the grounds within grounds."""
+
+    view: np.ndarray
+    grey: np.ndarray
+    dark: np.ndarray
+    """The darkest pixel of each cell, grey."""
+    ab: np.ndarray | None
+    """Lab's chroma planes, for colour views."""
 
 
 @dataclass(frozen=True)
@@ -92,18 +110,39 @@ class SheetFinder:
         lab = cv2.cvtColor(small, cv2.COLOR_RGB2LAB).astype(np.float32) if small.ndim == 3 else None
         grey = (small if small.ndim == 2 else cv2.cvtColor(small, cv2.COLOR_RGB2GRAY)).astype(np.float32)
         dark = (darkest if darkest.ndim == 2 else cv2.cvtColor(darkest, cv2.COLOR_RGB2GRAY)).astype(np.float32)
+        planes = _Planes(view, grey, dark, lab[..., 1:] if lab is not None else None)
         sh, sw = grey.shape
         ring = self._ring(sh, sw)
         if ring.all():
             return []
-        tone, noise = _tone(grey[ring])
+        return self._find(planes, (0, 0, sw, sh), ring, 0)
+
+    def _find(
+        self,
+        p: _Planes,
+        rect: tuple[int, int, int, int],
+        ring: np.ndarray,
+        depth: int,
+        within: np.ndarray | None = None,
+    ) -> list[SheetRegion]:
+        """The pieces of content inside ``rect`` (x0, y0, x1, y1 of the measuring view) on the ground read from
+        ``ring`` (a mask over ``rect``): the page's sheet at depth 0, a card or mat within it below, where only
+        what lies ``within`` it (a mask over ``rect``) is its content."""
+        x0, y0, x1, y1 = rect
+        sh, sw = p.grey.shape
+        grey, dark = p.grey[y0:y1, x0:x1], p.dark[y0:y1, x0:x1]
+        rh, rw = grey.shape
+        tone, noise, near = _ground(grey[ring])
         level = max(self.contrast, 4 * noise)
         differs = np.abs(grey - tone) > level
         differs |= np.abs(dark - tone) > 2 * level  # strokes too thin to survive the area reduction
-        if lab is not None:
-            ab = lab[..., 1:]
-            sheet = np.median(ab[ring], axis=0)
+        sheet = None
+        if p.ab is not None:
+            ab = p.ab[y0:y1, x0:x1]
+            sheet = np.median(ab[ring][near], axis=0)
             differs |= np.linalg.norm(ab - sheet, axis=2) > level
+        if within is not None:
+            differs &= within
         differs = differs.astype(np.uint8)
         # specks of noise and dust go; a piece's light parts and strokes join it
         differs = cv2.morphologyEx(differs, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
@@ -117,18 +156,48 @@ class SheetFinder:
             if area < self.ref_area / 4:
                 continue
             mask = labels[y : y + ch, x : x + cw] == i
+            content = mask & (differs[y : y + ch, x : x + cw] > 0)
+            piece = (x0 + x, y0 + y, x0 + x + cw, y0 + y + ch)
+            inner = self._inside(p, piece, mask, (tone, sheet)) if depth < MAX_DEPTH else None
+            if inner is not None:
+                found.extend(self._find(p, piece, inner[0], depth + 1, inner[1]))
+                continue
             tones = grey[y : y + ch, x : x + cw][mask]
             spread = float(tones.std()) if tones.size else 0.0
-            box = (x / sw, y / sh, (x + cw) / sw, (y + ch) / sh)
-            text = self._text(view, box)
-            content = mask & (differs[y : y + ch, x : x + cw] > 0)
+            box = (piece[0] / sw, piece[1] / sh, piece[2] / sw, piece[3] / sh)
+            text = self._text(p.view, box)
             fill = float(np.count_nonzero(content)) / (cw * ch)
             ruled = _ruled_pieces(grey[y : y + ch, x : x + cw], content)
             negative = tone < DARK_SHEET and np.count_nonzero(tones < tone - level) > 0.5 * tones.size
-            edge = x == 0 or y == 0 or x + cw >= sw or y + ch >= sh
-            score = 0.0 if (edge and area < self.full) or negative else self._score(area, fill, spread, ruled, text)
+            edge = x == 0 or y == 0 or x + cw >= rw or y + ch >= rh
+            large = cw * ch >= self.full * rw * rh
+            score = 0.0 if (edge and not large) or negative else self._score(area, fill, spread, ruled, text)
             found.append(SheetRegion(box, area, fill, spread, ruled, text, negative, score))
         return found
+
+    def _inside(
+        self, p: _Planes, piece: tuple[int, int, int, int], mask: np.ndarray, outer: tuple[float, np.ndarray | None]
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """Where ``piece`` is a ground of its own (a card on the scanner's bed, a mat in its case, a tinted sheet
+        on a lighter one), its outer band and its inside to look for pictures in; else ``None``. Such a piece's
+        outer band is one even tone, and not the tone (grey, or colour) of the ground ``outer`` it lies on,
+        where a drawing's band is mostly that ground showing between its strokes. It is then no picture itself:
+        what it holds may be."""
+        x0, y0, x1, y1 = piece
+        k = 2 * max(1, round(self.band * min(x1 - x0, y1 - y0))) + 1
+        inside = cv2.erode(mask.astype(np.uint8), np.ones((k, k), np.uint8), borderType=cv2.BORDER_CONSTANT) > 0
+        ring = mask & ~inside
+        if not inside.any() or not ring.any():
+            return None
+        tone, noise, near = _ground(p.grey[y0:y1, x0:x1][ring])
+        if noise > self.contrast or np.count_nonzero(near) < EVEN * near.size:
+            return None
+        level = max(self.contrast, 4 * noise)
+        apart = abs(tone - outer[0]) > level
+        if p.ab is not None and outer[1] is not None:
+            chroma = np.median(p.ab[y0:y1, x0:x1][ring][near], axis=0)
+            apart = apart or float(np.linalg.norm(chroma - outer[1])) > level
+        return (ring, inside) if apart else None
 
     def is_sheet(self, gray: np.ndarray) -> bool:
         """Whether ``gray``'s outer band is one even tone, as paper or card is (a photograph's edges are not):
@@ -149,8 +218,10 @@ class SheetFinder:
     def _text(view: np.ndarray, box: Box) -> bool:
         h, w = view.shape[:2]
         crop = view[round(box[1] * h) : round(box[3] * h), round(box[0] * w) : round(box[2] * w)]
-        # blocks of ~90 view rows: lines up to ~10 mm apart are seen several times in each
-        return crop.size > 0 and has_lines(crop, blocks=max(1, min(8, crop.shape[0] // 90)))
+        # blocks of ~90 view rows: lines up to ~10 mm apart are seen several times in each; and blocks twice as
+        # tall, for a few short paragraphs whose lines fall in fewer cells
+        rows = crop.shape[0]
+        return crop.size > 0 and any(has_lines(crop, blocks=max(1, min(8, rows // b))) for b in (90, 180))
 
     def _score(self, area: float, fill: float, spread: float, ruled: float, text: bool) -> float:
         """Log-odds from size (0 at ``ref_area``), flatness and ruling, squashed to 0..1; text is no picture at all."""
@@ -162,6 +233,24 @@ class SheetFinder:
         z -= 6.0 * max(0.0, math.log(self.fill_ref / max(fill, 1e-3)))
         z -= 15.0 * max(0.0, ruled - self.ruled_ref)
         return 1.0 / (1.0 + math.exp(-z))
+
+
+def _ground(band: np.ndarray) -> tuple[float, float, np.ndarray]:
+    """The ground's tone, noise and which of ``band``'s pixels are of it. A band that crosses two grounds (the
+    scanner's bed and the card on it, a sheet and its tinted mount, a scanner's black edge) is split in two
+    (Otsu) and read as the one it shows most, not as one very noisy tone that nothing on the page would differ
+    from; one ground is read as a whole, as :func:`_tone` does."""
+    v = band.ravel()
+    cut, _ = cv2.threshold(np.clip(v, 0, 255).astype(np.uint8)[None], 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    low = v <= cut
+    most = low if 2 * np.count_nonzero(low) >= v.size else ~low
+    if np.count_nonzero(~most) >= TWO_GROUNDS * v.size:
+        tone, other = float(np.median(v[most])), float(np.median(v[~most]))
+        sigma = 1.4826 * float(np.median(np.abs(v[most] - tone)))
+        if abs(tone - other) > 4 * max(sigma, 2.5):
+            return tone, float(np.percentile(np.abs(v[most] - tone), 90)), most
+    tone, noise = _tone(v)
+    return tone, noise, np.ones(v.shape, bool)
 
 
 def _tone(band: np.ndarray) -> tuple[float, float]:

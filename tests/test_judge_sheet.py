@@ -105,3 +105,43 @@ def test_an_album_page_keeps_its_decision_whatever_size_the_pdf_declares(tmp_pat
             verdict = judge_page(doc[0], judge)[0]
         found.append((verdict.keep, len(verdict.boxes)))
     assert found == [(True, len(truth))] * 3
+
+
+def on_the_bed(
+    page: tuple[np.ndarray, list[Box]], bed: int, margin: float, seed: int = 0
+) -> tuple[np.ndarray, list[Box]]:
+    """``page`` (a card or sheet, RGB, and its true boxes) lying on a scanner's bed of grey level ``bed``, with
+    ``margin`` (of each side) of bed showing around it: the page's outer band then holds two grounds."""
+    view, truth = page
+    h, w = view.shape[:2]
+    mh, mw = round(margin * h), round(margin * w)
+    rng = np.random.default_rng(seed)
+    scan = np.clip(bed + rng.normal(0, 1.5, (h + 2 * mh, w + 2 * mw, 3)), 0, 255).astype(np.uint8)
+    scan[mh : mh + h, mw : mw + w] = view
+    sh, sw = scan.shape[:2]
+    moved = [
+        ((x0 * w + mw) / sw, (y0 * h + mh) / sh, (x1 * w + mw) / sw, (y1 * h + mh) / sh) for x0, y0, x1, y1 in truth
+    ]
+    return scan, moved
+
+
+@pytest.mark.parametrize(
+    ("card", "bed", "margin"),
+    [("cream", 244, 0.06), ("light grey", 20, 0.1), ("mid grey", 20, 0.05), ("near-black", 200, 0.08)],
+)
+def test_a_card_on_the_scanners_bed_is_read_on_the_card(
+    judge: StructureJudge, card: str, bed: int, margin: float
+) -> None:
+    """The bed around the card is the page's outer band as much as the card is: the photograph is the picture,
+    found on the card (the card and the bed are its grounds), with its own box."""
+    view, truth = on_the_bed(kinds.album_page(1, card, seed=3), bed, margin)
+    verdict = judge(_grey(view))
+    assert verdict.keep
+    assert max(_iou(truth[0], found) for found in verdict.boxes) > 0.7
+
+
+@pytest.mark.parametrize(("card", "bed"), [("cream", 244), ("mid grey", 20), ("near-black", 200)])
+def test_a_blank_card_on_the_scanners_bed_is_no_picture(judge: StructureJudge, card: str, bed: int) -> None:
+    """A card is a ground, not a picture: with nothing on it, the page is dropped however it differs from the bed."""
+    view, _ = on_the_bed(kinds.mount_back(seed=1, card_tone=card, mark=None), bed, 0.08)
+    assert not judge(_grey(view)).keep

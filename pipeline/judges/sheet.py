@@ -158,7 +158,7 @@ class SheetFinder:
             mask = labels[y : y + ch, x : x + cw] == i
             content = mask & (differs[y : y + ch, x : x + cw] > 0)
             piece = (x0 + x, y0 + y, x0 + x + cw, y0 + y + ch)
-            inner = self._inside(p, piece, mask, (tone, sheet)) if depth < MAX_DEPTH else None
+            inner = self._inside(p, piece, mask, (tone, sheet, level)) if depth < MAX_DEPTH else None
             if inner is not None:
                 found.extend(self._find(p, piece, inner[0], depth + 1, inner[1]))
                 continue
@@ -176,23 +176,33 @@ class SheetFinder:
         return found
 
     def _inside(
-        self, p: _Planes, piece: tuple[int, int, int, int], mask: np.ndarray, outer: tuple[float, np.ndarray | None]
+        self,
+        p: _Planes,
+        piece: tuple[int, int, int, int],
+        mask: np.ndarray,
+        outer: tuple[float, np.ndarray | None, float],
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Where ``piece`` is a ground of its own (a card on the scanner's bed, a mat in its case, a tinted sheet
         on a lighter one), its outer band and its inside to look for pictures in; else ``None``. Such a piece's
-        outer band is one even tone, and not the tone (grey, or colour) of the ground ``outer`` it lies on,
+        outer band is one even tone, and not the tone (grey, or colour) of the ground ``outer`` it lies on
+        (tone, chroma and the level content differs from it by),
         where a drawing's band is mostly that ground showing between its strokes. It is then no picture itself:
         what it holds may be."""
         x0, y0, x1, y1 = piece
         k = 2 * max(1, round(self.band * min(x1 - x0, y1 - y0))) + 1
-        inside = cv2.erode(mask.astype(np.uint8), np.ones((k, k), np.uint8), borderType=cv2.BORDER_CONSTANT) > 0
-        ring = mask & ~inside
+        inside, rim = (
+            cv2.erode(mask.astype(np.uint8), np.ones((s, s), np.uint8), borderType=cv2.BORDER_CONSTANT, borderValue=0)
+            > 0
+            for s in (k, 3)
+        )
+        ring = rim & ~inside  # its outline's pixel left out: the measuring view blends it with the ground
         if not inside.any() or not ring.any():
             return None
         tone, noise, near = _ground(p.grey[y0:y1, x0:x1][ring])
         if noise > self.contrast or np.count_nonzero(near) < EVEN * near.size:
             return None
-        level = max(self.contrast, 4 * noise)
+        # apart from the ground it lies on as content is (by that ground's level), in grey or colour
+        level = outer[2]
         apart = abs(tone - outer[0]) > level
         if p.ab is not None and outer[1] is not None:
             chroma = np.median(p.ab[y0:y1, x0:x1][ring][near], axis=0)

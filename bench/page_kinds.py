@@ -20,6 +20,12 @@ Kinds (label: what they are made of):
 * ``camera_book``: a real page photographed on a dark or wooden table, with its fore-edge and page curl; drop
   for a text page, keep for an illustration page (its boxes mapped into the shot).
 * ``target`` (drop): a calibration target (grey step wedge, colour patches, resolution gratings, ruler).
+* ``card_on_bed``, ``tinted_drawing``, ``bordered_plate`` (keep) and ``tinted_text`` (drop): the held-out
+  collections' kinds of issue #54, web-size scans (500-1,000 px) of sheets at their real size on the scanner's
+  bed, judged as the pipeline judges them: the scan in a PDF page of the sheet's size, ``judge_page`` of
+  ``pipeline.worker`` (``bench/page_kinds_heldout.py``). ``--via-pdf`` judges every kind so; ``--declared 0.5 2``
+  also judges the same pixels in pages declared 0.5 / 2 times their real size and prints the share of the same
+  decisions per kind (and the judged kind's other view: the 72 dpi in-memory one, or the PDF page at ×1).
 
 Real pages at other declared sizes are ``bench/robustness.py``'s ``page declared ×s`` rows, not repeated here.
 The drawing primitives are ``tests/page_kinds.py``'s (whose factories make the same kinds without real material).
@@ -70,6 +76,7 @@ pk = _primitives()
 Box = tuple[float, float, float, float]
 GEN_DPI, BOOK_DPI = 150.0, 300.0
 KINDS = ("album", "plate", "pencil", "blank_verso", "mount_back", "hands", "hands_on_text", "camera_book", "target")
+KINDS += ("card_on_bed", "tinted_drawing", "bordered_plate", "tinted_text")  # bench/page_kinds_heldout.py's
 PHOTO_SUFFIXES = {".jpg", ".jpeg", ".png"}
 
 
@@ -86,6 +93,10 @@ class GeneratedPage:
     image: np.ndarray
     dpi: float
     page_mm: tuple[float, float]
+    encoded: bytes | None = None
+    """The scan as a PDF would embed it (JPEG), for the held-out kinds' web-size scans."""
+    note: str = ""
+    """What the page shows, where its kind varies (listed with ``--errors``)."""
 
 
 def book_source(row: dict[str, str]) -> str:
@@ -160,11 +171,28 @@ def fractions(box: tuple[float, float, float, float], w: float, h: float) -> Box
     return (box[0] / w, box[1] / h, box[2] / w, box[3] / h)
 
 
+def table(head: list[str], rows: list[list[str]]) -> None:
+    print("| " + " | ".join(head) + " |")
+    print("|" + " --- |" * len(head))
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+
+
+def fmt(x: float, digits: int = 2) -> str:
+    return f"{x:.{digits}f}"
+
+
 def made(
     kind: str, i: int, source: str, keep: bool, boxes: list[Box], img: np.ndarray, mm: tuple[float, float], grey: bool
 ) -> GeneratedPage:
     """The finished page (uint8; grey for greyscale material)."""
     return GeneratedPage(f"{kind}_{i:03d}", kind, source, keep, boxes, pk.finish(img, grey), GEN_DPI, mm)
+
+
+sys.modules.setdefault("page_kinds", sys.modules[__name__])  # run as a script: the held-out kinds import this
+import page_kinds_heldout as heldout  # noqa: E402
+
+assert KINDS[-len(heldout.KINDS) :] == heldout.KINDS
 
 
 def album(m: Material, rng: np.random.Generator, i: int) -> GeneratedPage:
@@ -275,7 +303,7 @@ def target(m: Material, rng: np.random.Generator, i: int) -> GeneratedPage:
 
 Maker = Callable[[Material, np.random.Generator, int], GeneratedPage]
 MAKERS: dict[str, Maker] = {f.__name__: f for f in (album, plate, pencil, blank_verso, mount_back, hands)}
-MAKERS.update({f.__name__: f for f in (hands_on_text, camera_book, target)})
+MAKERS.update({f.__name__: f for f in (hands_on_text, camera_book, target)}, **heldout.MAKERS)
 DRAWN = {"album": 48, "blank_verso": 24, "mount_back": 24, "hands": 16, "hands_on_text": 24, "target": 20}
 """Pages per kind drawn at random; ``plate``, ``pencil`` and ``camera_book`` take every illustration region /
 page once (plus as many photo plates and 24 text pages)."""
@@ -283,7 +311,13 @@ page once (plus as many photo plates and 24 text pages)."""
 
 def counts(m: Material) -> dict[str, int]:
     regions = len(m.regions)
-    return {**DRAWN, "plate": 2 * regions, "pencil": regions, "camera_book": len(m.illustrated) + 24}
+    return {
+        **DRAWN,
+        "plate": 2 * regions,
+        "pencil": regions,
+        "camera_book": len(m.illustrated) + 24,
+        **heldout.counts(m),
+    }
 
 
 def generate(data: Path, seed: int = 0, kinds: Iterable[str] | None = None) -> Iterator[GeneratedPage]:
@@ -342,19 +376,8 @@ def loso(results: list[tuple[GeneratedPage, Verdict, float]], default: float) ->
     return out
 
 
-def table(head: list[str], rows: list[list[str]]) -> None:
-    print("| " + " | ".join(head) + " |")
-    print("|" + " --- |" * len(head))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-
-
-def fmt(x: float, digits: int = 2) -> str:
-    return f"{x:.{digits}f}"
-
-
-def report(results: list[tuple[GeneratedPage, Verdict, float]], default: float) -> None:
-    """Tables per kind (and label), overall and per source."""
+def report(results: list[tuple[GeneratedPage, Verdict, float]], default: float, pdf: bool = False) -> None:
+    """Tables per kind (and label), overall and per source; ``pdf``: some pages were judged via PDF."""
     rows = []
     for kind in KINDS:
         for keep in (True, False):
@@ -370,7 +393,8 @@ def report(results: list[tuple[GeneratedPage, Verdict, float]], default: float) 
             label = "keep" if keep else "drop"
             rows.append([kind, label, *map(str, (len(rs), kept)), fmt(kept / len(rs)), *map(str, (tp, fp, fn))])
             rows[-1] += [iou_all, iou_kept, fmt(score), fmt(ms, 1)]
-    print(f"\n{len(results)} generated pages; ms = judge call on the 72 dpi view, 1 thread, median\n")
+    via = "; for pages judged via PDF, making the PDF page and judge_page on it" if pdf else ""
+    print(f"\n{len(results)} generated pages; ms = judge call on the 72 dpi view{via}, 1 thread, median\n")
     head = ["kind", "label", "pages", "kept", "share kept", "TP", "FP", "FN", "IoU (keep pages)", "IoU (kept)"]
     table([*head, "median score", "ms/page"], rows)
     pos = [v.keep for p, v, _ in results if p.label_keep]
@@ -412,28 +436,53 @@ def main() -> None:
     parser.add_argument("--kinds", nargs="+", choices=KINDS, help="only these kinds (default: all)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judge", default="structure")
-    parser.add_argument("--save", type=Path, help="write each page's 72 dpi view as PNG here (label and verdict named)")
+    parser.add_argument(
+        "--save", type=Path, help="write the view each page was judged on as PNG here (label and verdict named)"
+    )
     parser.add_argument("--errors", action="store_true", help="list the misjudged pages")
+    parser.add_argument(
+        "--via-pdf",
+        action="store_true",
+        help="judge every kind's page in a PDF page, as the pipeline does (the held-out kinds always are)",
+    )
+    parser.add_argument(
+        "--declared",
+        nargs="+",
+        type=float,
+        default=[],
+        metavar="S",
+        help="also judge the same pixels in a PDF page declared S times the real size; per kind, the share of the "
+        "same decisions",
+    )
     args = parser.parse_args()
     cv2.setNumThreads(1)
     judge = make_judge(args.judge)
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
-    results = []
+    results, others, pdf = [], {}, False
     t0 = time.perf_counter()
     for page in generate(args.data.resolve(), args.seed, args.kinds):
-        v_img = view(page, judge.colorspace)
+        via_pdf = args.via_pdf or page.kind in heldout.KINDS
+        v_img = None if via_pdf else view(page, judge.colorspace)
         t = time.perf_counter()
-        verdict = judge(v_img)
+        verdict, v_img = heldout.pdf_verdict(page, judge) if via_pdf else (judge(v_img), v_img)
         results.append((page, verdict, 1000 * (time.perf_counter() - t)))
-        if args.save:
+        pdf |= via_pdf
+        if args.declared:
+            views = (lambda p=page: view(p, judge.colorspace), args.declared, via_pdf)
+            others[page.name] = heldout.other_views(page, judge, *views)
+        if args.save and v_img is not None:
             out = v_img if v_img.ndim == 2 else cv2.cvtColor(v_img, cv2.COLOR_RGB2BGR)
             label = "keep" if page.label_keep else "drop"
             cv2.imwrite(str(args.save / f"{page.name}_{label}_{'kept' if verdict.keep else 'dropped'}.png"), out)
         if args.errors and verdict.keep != page.label_keep:
             print(f"  {'FP' if verdict.keep else 'FN'} {page.name} ({page.source}) score {verdict.score:.2f}")
+            if page.note:
+                print(f"      {page.note}")
     print(f"\ngenerated and judged in {time.perf_counter() - t0:.0f} s (seed {args.seed}, judge {args.judge})")
-    report(results, threshold_of(args.judge))
+    report(results, threshold_of(args.judge), pdf)
+    if others:
+        heldout.report_views(results, others, KINDS)
 
 
 if __name__ == "__main__":

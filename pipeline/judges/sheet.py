@@ -184,10 +184,9 @@ class SheetFinder:
     ) -> tuple[np.ndarray, np.ndarray] | None:
         """Where ``piece`` is a ground of its own (a card on the scanner's bed, a mat in its case, a tinted sheet
         on a lighter one), its outer band and its inside to look for pictures in; else ``None``. Such a piece's
-        outer band is one even tone, and not the tone (grey, or colour) of the ground ``outer`` it lies on
-        (tone, chroma and the level content differs from it by),
-        where a drawing's band is mostly that ground showing between its strokes. It is then no picture itself:
-        what it holds may be."""
+        outer band is one even tone, apart from the ground it lies on (``outer``: that ground's tone, chroma and
+        the level content differs from it by), where a drawing's band is mostly that ground showing between its
+        strokes. It is then no picture itself: what it holds may be."""
         x0, y0, x1, y1 = piece
         k = 2 * max(1, round(self.band * min(x1 - x0, y1 - y0))) + 1
         inside, rim = (
@@ -201,7 +200,6 @@ class SheetFinder:
         tone, noise, near = _ground(p.grey[y0:y1, x0:x1][ring])
         if noise > self.contrast or np.count_nonzero(near) < EVEN * near.size:
             return None
-        # apart from the ground it lies on as content is (by that ground's level), in grey or colour
         level = outer[2]
         apart = abs(tone - outer[0]) > level
         if p.ab is not None and outer[1] is not None:

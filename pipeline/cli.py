@@ -133,6 +133,12 @@ def _run(
         print(f"interrupted; rerun the same command to continue ({args.output})", file=sys.stderr)
         return 130
     bar.close()
+    if summary.kinds is not None and summary.kinds.counts:  # the kinds first: the run's line stays the last
+        lost = summary.kinds.warnings()
+        print(
+            f"by kind, kept/dropped pages: {summary.kinds.line()}"
+            + (f"; likely lost: {'; '.join(lost)}: check --threshold or --filter" if lost else "")
+        )
     resumed = f" (+{summary.resumed} done before)" if summary.resumed else ""
     print(
         f"{summary.pages} pages{resumed}, {summary.kept} kept ({summary.images} images, {summary.duplicates} "

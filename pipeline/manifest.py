@@ -11,9 +11,11 @@ FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 """First characters that make a spreadsheet read a cell as a formula (OWASP's CSV injection list)."""
 
 COLUMNS = (
-    "source", "page", "kept", "score", "boxes", "outputs", "sizes", "fingerprints", "undersized", "duplicates",
-    "too_small", "error", "warning",
+    "source", "page", "kept", "score", "boxes", "page_kind", "outputs", "sizes", "fingerprints", "undersized",
+    "duplicates", "too_small", "error", "warning",
 )  # fmt: skip
+"""A manifest written before a column existed lacks it: readers take a missing column as empty (the report counts
+such rows' kind as not recorded)."""
 
 
 @dataclass
@@ -25,6 +27,10 @@ class PageRecord:
     kept: bool = False
     score: float | None = None
     boxes: tuple[Box, ...] = ()
+    kind: str = ""
+    """What kind of picture the judge's best candidate on the page is (:func:`pipeline.kinds.candidate_kind`,
+    on the judge's view): a kept page's best-scoring picture, a dropped page's best candidate; empty when the
+    judge found none."""
     outputs: list[str] = field(default_factory=list)
     sizes: list[tuple[int, int]] = field(default_factory=list)
     """``(width, height)`` of each output."""
@@ -54,6 +60,7 @@ class PageRecord:
             "kept": "true" if self.kept else "false",
             "score": "" if self.score is None else f"{self.score:.4f}",
             "boxes": ";".join(" ".join(f"{v:.4f}" for v in box) for box in self.boxes),
+            "page_kind": self.kind,
             "outputs": ";".join(self.outputs),
             "sizes": ";".join(f"{w}x{h}" for w, h in self.sizes),
             "fingerprints": ";".join(self.fingerprints),

@@ -21,7 +21,7 @@ from pipeline.layout import Layout, layout_for
 from pipeline.manifest import PageRecord
 from pipeline.names import StemRegistry
 from pipeline.options import Options
-from pipeline.report import REPORT, Borderline, Counts, NotWritten, render_report
+from pipeline.report import REPORT, Borderline, Counts, Kinds, NotWritten, render_report
 from pipeline.source import PdfError, check_pdf, find_pdfs, remote_name
 from pipeline.tasks import PageImage, PageResult, Task
 from pipeline.writer import Writer
@@ -63,6 +63,8 @@ class Summary(Counts):
     """Thumbnails of the pages nearest the threshold, on both sides (this session's pages)."""
     not_written: NotWritten | None = None
     """The largest of the kept pictures not written (too small), with thumbnails and reasons (this session's)."""
+    kinds: Kinds | None = None
+    """This session's pages by the kind of the judge's best candidate on them: kept, dropped, near the threshold."""
     output: Path = Path()
     output_bytes: int = 0
     files: dict[Path | str, FileSummary] = dataclasses.field(default_factory=dict)
@@ -90,6 +92,9 @@ class Summary(Counts):
             text += f" Kept but not written: {', '.join(dropped)}."
         if self.pages and not self.kept:
             text += " No page passed the filter: try a lower threshold."
+        lost = self.kinds.warnings() if self.kinds is not None else []
+        if lost:
+            text += f" Pictures likely lost: {'; '.join(lost)}: check the threshold or the filter (see the report)."
         if self.stopped:
             text += f" Incomplete: {self.stopped}."
         return text
@@ -196,7 +201,7 @@ def run_pages(
         writer = layout.open(_run_id(pdfs, options), execution.resume)
         done = writer.journal.done
         summary = Summary(resumed=len(done), threshold=threshold, borderline=Borderline(threshold), output=writer.path)
-        summary.not_written, summary.min_side = NotWritten(), options.min_side
+        summary.not_written, summary.min_side, summary.kinds = NotWritten(), options.min_side, Kinds(threshold)
         summary.files = {path: FileSummary() for path in pdfs}
         summary.remote = len(urls)
         duplicates = _duplicate_index(writer, options.dedupe)
@@ -323,6 +328,8 @@ def _commit(
             summary.not_written.offer(min(dropped.size), label, dropped.reason, dropped.thumbnail)
     row = record.row()
     summary.add(row)
+    if summary.kinds is not None:
+        summary.kinds.add(row)
     file = summary.files.setdefault(task.origin or task.path, FileSummary())
     file.add(row)
     if record.page is None:

@@ -1,15 +1,18 @@
 """``report.html``: can a user tell in a minute whether the threshold is right?
 
-It shows the run's counts, a histogram of judge scores with the threshold marked, thumbnails of the
-pages closest to the threshold on both sides, and the pictures the judge kept that were not written (too
+It shows the run's counts, the pages kept and dropped by kind of picture (so that a kind the judge drops is
+seen at once), a histogram of judge scores with the threshold marked, thumbnails of the pages closest to the
+threshold on both sides, and the pictures the judge kept that were not written (too
 small for ``min_side``) with why. Everything is inline (SVG, base64 JPEG), so the file opens from the zip
 with no network and no other file. The counts and scores come from the manifest rows; the thumbnails from
 a :class:`Borderline` and a :class:`NotWritten` collector the orchestrator feeds page by page, each keeping
 a bounded number, so memory is bounded whatever the run's length.
 
 Manifest columns read (missing columns count as empty, so older manifests still report):
-``page``, ``kept``, ``score``, ``error``, ``outputs``, ``duplicates`` (``;``-separated ``name=original``
-for images dropped as duplicates) and ``too_small`` (``;``-separated names of images below ``min_side``).
+``page``, ``kept``, ``score``, ``page_kind`` (the kind of the judge's best candidate; a manifest without the
+column counts its pages' kind as not recorded), ``error``, ``outputs``, ``duplicates`` (``;``-separated
+``name=original`` for images dropped as duplicates) and ``too_small`` (``;``-separated names of images below
+``min_side``).
 """
 
 from __future__ import annotations
@@ -95,6 +98,99 @@ class DroppedPicture:
     side: int
     """The shorter side it would have had, in pixels."""
     jpeg: bytes
+
+
+NO_PICTURE = "no picture found"
+"""The kind row of pages on which the judge found no candidate at all (``page_kind`` empty)."""
+NOT_RECORDED = "kind not recorded"
+"""The kind row of pages from a manifest without ``page_kind`` (a run resumed from an earlier version's)."""
+NEAR = 0.5
+"""A dropped page is near the threshold when it scores at least this share of it (structure: 0.25 of 0.5)."""
+
+
+def near_floor(threshold: float) -> float:
+    """The lowest score of a dropped page counted as near ``threshold``: :data:`NEAR` of it (of a negative
+    threshold, as far below it)."""
+    return threshold - (1 - NEAR) * abs(threshold)
+
+
+@dataclass
+class KindCount:
+    """Pages whose best candidate is of one kind: kept by the judge, dropped, and dropped near the threshold."""
+
+    kept: int = 0
+    dropped: int = 0
+    near: int = 0
+    """Dropped pages scoring at least :func:`near_floor` of the threshold."""
+
+
+class Kinds:
+    """Pages by the kind of the judge's best candidate on them (the manifest's ``page_kind``): what was kept
+    and what was dropped of each kind, so that a kind the judge drops is seen at once. Rows with an error,
+    and a file's row, are not pages the judge saw and are not counted."""
+
+    def __init__(self, threshold: float) -> None:
+        self.threshold, self.floor = threshold, near_floor(threshold)
+        self.counts: dict[str, KindCount] = {}
+
+    def add(self, row: Mapping[str, str]) -> None:
+        """Count one manifest row."""
+        if not row.get("page") or row.get("error"):
+            return
+        kind = row.get("page_kind")
+        name = NOT_RECORDED if kind is None else kind or NO_PICTURE
+        entry = self.counts.setdefault(name, KindCount())
+        if row.get("kept") == "true":
+            entry.kept += 1
+            return
+        entry.dropped += 1
+        score = _number(row.get("score"))
+        entry.near += score is not None and score >= self.floor
+
+    def rows(self) -> list[tuple[str, KindCount]]:
+        """``(kind, counts)``, the kinds with most pages first; no picture found and not recorded last."""
+        last = (NO_PICTURE, NOT_RECORDED)
+
+        def order(item: tuple[str, KindCount]) -> tuple:
+            kind, c = item
+            return (last.index(kind) if kind in last else -1, -(c.kept + c.dropped), kind)
+
+        return sorted(self.counts.items(), key=order)
+
+    def warnings(self) -> list[str]:
+        """One sentence for each kind the judge dropped more pages of near the threshold than it kept (likely
+        pictures lost): ``continuous tone: 9 of 12 pages with such a candidate were dropped, 7 near the threshold
+        (score ≥ 0.25)``."""
+        return [
+            f"{kind}: {c.dropped} of {c.kept + c.dropped} pages with such a candidate were dropped, {c.near} near "
+            f"the threshold (score ≥ {self.floor:.4g})"
+            for kind, c in self.rows()
+            if kind not in (NO_PICTURE, NOT_RECORDED) and c.near > c.kept
+        ]
+
+    def line(self) -> str:
+        """The counts in one line for a terminal, kept/dropped pages: ``line art 12/3, continuous tone 0/9 (7 near
+        the threshold), no picture found 0/40``."""
+        return ", ".join(
+            f"{kind} {c.kept}/{c.dropped}" + (f" ({c.near} near the threshold)" if c.near else "")
+            for kind, c in self.rows()
+        )
+
+
+def by_kind(rows: Iterable[Mapping[str, str]], threshold: float) -> Kinds:
+    """The :class:`Kinds` of manifest rows."""
+    kinds = Kinds(threshold)
+    for row in rows:
+        kinds.add(row)
+    return kinds
+
+
+def _number(cell: str | None) -> float | None:
+    try:
+        value = float(cell) if cell else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 def histogram(scores: Iterable[float], threshold: float, bins: int = 30) -> Histogram:
@@ -288,9 +384,11 @@ def render_report(
         "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}th{text-align:left;padding-right:1em}"
         "figure{display:inline-block;margin:4px;text-align:center;font-size:12px;width:210px;vertical-align:top}"
         "figure img{max-width:200px;max-height:200px;border:1px solid #ccc}figcaption{overflow-wrap:anywhere}"
+        "table.kinds td{text-align:right;padding:0 1em}.kind-warning{color:#b00;font-weight:bold}"
         "</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
         f"<table class='counts'>{table}</table>",
+        _kinds_section(by_kind(rows, threshold), judge),
         f"<h2>Judge scores</h2><p>{judge_text}threshold <b>{threshold:g}</b>: pages scoring above it were kept "
         f"({len(scores)} scored pages).</p>",
         histogram_svg(hist),
@@ -333,3 +431,37 @@ def _not_written_section(total: int, not_written: NotWritten | None) -> str:
     return (
         f"<h2>Kept pictures not written</h2><p class='not-written'>{text}</p><div class='not-written'>{figures}</div>"
     )
+
+
+KIND_ADVICE = (
+    "the threshold or the filter (<code>--threshold</code>, <code>--filter</code>; in the Space <i>Filter "
+    "threshold</i>, <i>Filter</i>)"
+)
+
+
+def _kinds_section(kinds: Kinds, judge: str = "") -> str:
+    """*Pictures by kind*: kept, dropped and dropped-near-the-threshold pages for each kind of the judge's best
+    candidate, and a warning for each kind it dropped more of near the threshold than it kept."""
+    head = (
+        "<tr><th>kind of the best candidate</th><th>kept pages</th><th>dropped pages</th>"
+        f"<th>of which near the threshold (score ≥ {kinds.floor:.4g})</th></tr>"
+    )
+    body = "".join(
+        f"<tr><th>{html.escape(kind)}</th><td>{c.kept}</td><td>{c.dropped}</td><td>{c.near}</td></tr>"
+        for kind, c in kinds.rows()
+    )
+    measured = [kind for kind in kinds.counts if kind not in (NO_PICTURE, NOT_RECORDED)]
+    grey = measured and not any(kind.startswith(("monochrome ", "colour ")) for kind in measured)
+    text = (
+        "Each page judged is counted once, by the kind of picture the judge's best candidate on it is (a kept "
+        "page's best-scoring picture, a dropped page's best candidate; the manifest's <code>page_kind</code>"
+        + ("; the sigma judge judges whole pages, so its candidate is the page" if judge == "sigma" else "")
+        + "), "
+        "measured on the judge's view of the page, so kept and dropped pages are measured alike. A halftone "
+        "counts as continuous tone there (the view is too coarse to show its screen)"
+        + ("; the judge's view is grey, so colour is not told." if grey else ".")
+    )
+    warnings = "".join(
+        f"<p class='kind-warning'>⚠ {html.escape(warning)} — check {KIND_ADVICE}.</p>" for warning in kinds.warnings()
+    )
+    return f"<h2>Pictures by kind</h2><p>{text}</p><table class='kinds'>{head}{body}</table>{warnings}"

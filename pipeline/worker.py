@@ -19,7 +19,7 @@ from pipeline.cleanup import Cleanup
 from pipeline.dedupe import fingerprint, local_features
 from pipeline.fit import Fit, TooSmall, encode_jpeg, fit, render_scale
 from pipeline.judges import Box, Judge, Verdict, make_judge
-from pipeline.kinds import picture_kind
+from pipeline.kinds import candidate_kind, picture_kind
 from pipeline.manifest import PageRecord
 from pipeline.names import safe_text
 from pipeline.ocr import OcrFailed, read_words, unavailable
@@ -89,6 +89,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         page = doc.load_page(index)
         verdict, view, view_zoom, scan, gray = judge_page(page, judge)
         record.score, record.boxes, record.kept = verdict.score, verdict.boxes, verdict.keep
+        record.kind = _candidate_kind(view, verdict, judge)
         result = PageResult(record)
         if abs(verdict.score - judge.threshold) < task.thumbnail_within[verdict.keep]:
             result.thumbnail = thumbnail_jpeg(_shrunk(view, 2 * THUMBNAIL_SIDE))
@@ -106,6 +107,15 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
         record.kept = False
         record.error = f"page {index + 1}: {type(exc).__name__}: {exc}"
         return PageResult(record)
+
+
+def _candidate_kind(view: np.ndarray, verdict: Verdict, judge: Judge) -> str:
+    """The kind of the judge's best candidate on the page, kept or dropped, measured on the view (no render):
+    ``""`` when there is none. Colour is told only where the judge's view has the page's colours (the structure
+    judge sees grey)."""
+    if verdict.best is None:
+        return ""
+    return candidate_kind(_crop(view, verdict.best), colour=judge.colorspace == "rgb")
 
 
 def judge_page(page: pymupdf.Page, judge: Judge) -> tuple[Verdict, np.ndarray, float, Scan | None, bool]:

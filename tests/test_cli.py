@@ -25,6 +25,8 @@ def test_cli_run_prints_a_one_line_summary(tmp_path: Path) -> None:
         .startswith("2 pages, 1 kept (1 images, 0 duplicates and 0 too small dropped), 1 errors")
     )
     assert str(tmp_path / "out.zip") in result.stdout
+    kinds = result.stdout.strip().splitlines()[-2]  # σ's candidate is the whole page: kept, and the sparse one
+    assert kinds == "by kind, kept/dropped pages: monochrome line art 1/1", kinds
     assert "skipped junk.pdf: junk.pdf: not a PDF" in result.stderr
     assert "page/s" in result.stderr  # the progress bar's rate
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:

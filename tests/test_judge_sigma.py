@@ -26,6 +26,13 @@ def test_default_threshold_is_the_articles_45(page: np.ndarray, kept: bool) -> N
     assert verdict.keep == (page.std() > 45)
 
 
+def test_its_candidate_is_the_whole_page_kept_or_not_unless_the_page_is_flat() -> None:
+    """σ judges whole pages: the report measures the kind of the whole page, kept or dropped."""
+    assert SigmaJudge()(engraving(400, 300)).best == (0.0, 0.0, 1.0, 1.0)
+    assert SigmaJudge()(text_page(ink=0.05)).best == (0.0, 0.0, 1.0, 1.0)
+    assert SigmaJudge()(np.full((40, 30), 200, np.uint8)).best is None
+
+
 def test_threshold_is_strict_and_configurable() -> None:
     page = np.zeros((10, 10), np.uint8)
     page[:, 5:] = 100  # σ = 50 exactly

@@ -239,6 +239,22 @@ def test_mixed_page_keeps_the_engraving_with_a_tight_box(judge: StructureJudge, 
     assert len(v.boxes) == 1 and iou(v.boxes[0], frac(pic, OCTAVO)) > 0.8
 
 
+def test_a_dropped_page_still_names_its_best_candidate(judge: StructureJudge) -> None:
+    """The verdict carries the best-scoring region's box whether the page is kept or not: the report tells what
+    kind of picture each page's candidate is, so a kind the judge drops is seen."""
+    h, w = OCTAVO
+    img = paper(OCTAVO, seed=4)
+    pic = (45, 60, 355, 330)
+    engraving(img, pic, seed=4)
+    text_block(img, (40, 350, w - 40, h - 40), pitch=14, scale=0.38, seed=4)
+    kept = judge(img)
+    dropped = StructureJudge(threshold=kept.score + 0.01)(img)
+    assert kept.keep and kept.best == kept.boxes[0], "a kept page's best candidate is its best picture, as boxed"
+    assert not dropped.keep and dropped.boxes == () and dropped.best == kept.best
+    assert iou(dropped.best, frac(pic, OCTAVO)) > 0.8
+    assert judge(paper(OCTAVO)).best is None, "no candidate on a blank page"
+
+
 def test_unframed_engraving_in_a_newspaper_is_found_and_boxed(judge: StructureJudge) -> None:
     img = newspaper_page(seed=5)
     pic = (330, 200, 650, 520)

@@ -2,17 +2,20 @@
 
 import csv
 import io
+import json
 import zipfile
 from pathlib import Path
 
 import pytest
-from factories import ARTICLE, engraving, pdf_from_images
+from factories import ARTICLE, engraving, mixed_page, pdf_from_images, text_page
 
 from pipeline import Options, run
 from pipeline.dedupe import DEFAULT_THRESHOLD
 from pipeline.journal import Journal
 from pipeline.manifest import COLUMNS, FORMULA_STARTS, PageRecord, csv_text
 from pipeline.orchestrator import run_pages
+from pipeline.report import NOT_RECORDED
+from pipeline.writer import read_manifest, read_text
 
 HOSTILE = ['=HYPERLINK("http://x","y")', "+1+1", "-2+3", "@SUM(A1)", "\tTAB", "\rCR"]
 
@@ -93,3 +96,26 @@ def test_a_resumed_run_over_formula_named_pdfs_matches_a_whole_one(tmp_path: Pat
     assert summary.resumed == 2
     assert _cells(tmp_path / "resumed.zip") == _cells(tmp_path / "whole.zip")
     assert {row[0] for row in _cells(tmp_path / "whole.zip")[1:]} == {"'=issue.pdf"}
+
+
+def test_a_run_begun_before_page_kind_resumes_with_the_column_empty_for_its_pages(tmp_path: Path) -> None:
+    """The progress rows of a run interrupted by a release without ``page_kind`` lack it: the resumed run writes
+    the column (empty for those pages, measured for its own) and the report counts their kind as not recorded."""
+    pdf = pdf_from_images(tmp_path / "issue.pdf", [mixed_page(seed=1), text_page(seed=2), mixed_page(seed=3)])
+    options = Options(min_side=1, ocr=False)
+    pages = run_pages([pdf], tmp_path / "out", options)
+    next(pages)
+    pages.close()
+    progress = tmp_path / "out" / ".progress"
+    header, *lines = progress.read_text(encoding="utf-8").splitlines()
+    entries = [json.loads(line) for line in lines]
+    assert [entry["row"].pop("page_kind") for entry in entries] == ["line art"]
+    progress.write_text("\n".join([header, *map(json.dumps, entries)]) + "\n", encoding="utf-8")
+    summary = run([pdf], tmp_path / "out", options)
+    assert summary.resumed == 1
+    rows = read_manifest(tmp_path / "out")
+    assert list(rows[0]) == list(COLUMNS)
+    assert [row["page_kind"] for row in rows] == ["", "", "line art"]
+    report = read_text(tmp_path / "out", "report.html")
+    assert f"<tr><th>{NOT_RECORDED}</th><td>1</td><td>0</td><td>0</td></tr>" in report
+    assert "<tr><th>line art</th><td>1</td><td>0</td><td>0</td></tr>" in report

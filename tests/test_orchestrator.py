@@ -21,10 +21,12 @@ from factories import (
     text_page,
     zero_page_pdf,
 )
+from page_kinds import synthetic_photo
 from PIL import Image
 
 from pipeline import Execution, NothingToDo, Options, ShardsLayout, run, run_pages
 from pipeline.judges.sigma import SigmaJudge
+from pipeline.kinds import candidate_kind
 from pipeline.orchestrator import PAGES_PER_TASK, _task_size
 from pipeline.tasks import Task
 from pipeline.worker import process_task
@@ -326,3 +328,18 @@ def test_a_run_started_by_the_release_before_the_captioner_resumes() -> None:
     assert _run_id([Path("/data/a.pdf"), "https://host/b.pdf"], Options()) == "0db2bb208b7b566c"
     assert _run_id([Path("/data/a.pdf")], Options(trigger="vstnkmd", filter="sigma")) == "696e8d8ab7955b79"
     assert _run_id([Path("/data/a.pdf")], Options(captioner="m")) != _run_id([Path("/data/a.pdf")], Options())
+
+
+def test_a_pages_kind_is_its_best_candidates_kept_or_dropped_not_the_whole_pages(tmp_path: Path) -> None:
+    """A photograph among text columns: the page's ``page_kind`` is the photograph's (continuous tone), measured on
+    the judge's view cut to its box, whether the page is kept or dropped; the whole page reads as line art."""
+    page = text_page(seed=4)
+    photo = synthetic_photo(200, 260, np.random.default_rng(0))
+    page[100:300, 100:360] = cv2.cvtColor(np.clip(photo, 0, 255).astype(np.uint8), cv2.COLOR_RGB2GRAY)
+    assert candidate_kind(page, colour=False) == "line art", "the premise: text dominates the page"
+    pdf = pdf_from_images(tmp_path / "photo.pdf", [page])
+    (kept,) = process_task(Task(pdf, "photo", (0,)), Options(min_side=1, ocr=False))
+    assert kept.record.kept and kept.record.kind == "continuous tone"
+    (dropped,) = process_task(Task(pdf, "photo", (0,)), Options(threshold=0.999, min_side=1, ocr=False))
+    assert not dropped.record.kept and dropped.record.kind == "continuous tone"
+    assert dropped.record.row()["page_kind"] == "continuous tone"

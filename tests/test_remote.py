@@ -94,7 +94,7 @@ def test_remote_inputs_name_their_files_and_skip_what_cannot_be_fetched(tmp_path
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = archive.namelist()
         manifest = archive.read("manifest.csv").decode()
-    assert "issue-b.pdf,,false,,,,,,,,,http://127.0.0.1:" in manifest
+    assert "issue-b.pdf,,false,,,,,,,,,,http://127.0.0.1:" in manifest  # the error, 13th column
     assert "/flaky/issue-b.pdf: cannot be fetched (HTTP 500 the storage back-end failed)" in manifest
     assert "issue 1890_p0001.jpg" in names and summary.pages == 6 and summary.errors == 1
     assert summary.files[urls[0]].error.endswith(")") and summary.files[urls[1]].pages == 6

@@ -1,22 +1,30 @@
 import base64
 import io
 import re
+from pathlib import Path
 
+import cv2
 import numpy as np
 import pytest
-from factories import engraving, text_page
+from factories import blank_page, engraving, mixed_page, pdf_from_images, text_page
+from page_kinds import album_page
 from PIL import Image
 
+from pipeline import Options, run
 from pipeline.report import (
+    NO_PICTURE,
+    NOT_RECORDED,
     Borderline,
     Counts,
     NotWritten,
+    by_kind,
     count,
     histogram,
     histogram_svg,
     render_report,
     thumbnail_jpeg,
 )
+from pipeline.writer import read_manifest, read_text
 
 
 def _rows() -> list[dict[str, str]]:
@@ -142,3 +150,77 @@ def test_report_lists_the_kept_pictures_not_written_with_their_reason_and_thumbn
         assert image.format == "JPEG" and image.size == (180, 95)
     plain = render_report([row for row in _rows() if not row.get("too_small")], threshold=45.0)
     assert "<h2>Kept pictures not written</h2><p class='not-written'>None" in plain, "the section is always there"
+
+
+def _kind_rows(report: str) -> dict[str, tuple[int, int, int]]:
+    """The *Pictures by kind* table of a report: kind → (kept, dropped, near the threshold)."""
+    table = report.split("<h2>Pictures by kind</h2>", 1)[1].split("</table>", 1)[0]
+    cells = re.findall(r"<tr><th>([^<]+)</th><td>(\d+)</td><td>(\d+)</td><td>(\d+)</td></tr>", table)
+    return {kind: (int(kept), int(dropped), int(near)) for kind, kept, dropped, near in cells}
+
+
+def test_a_run_reports_what_it_kept_and_dropped_of_each_kind_of_picture(tmp_path: Path) -> None:
+    """Engravings kept, photographs on album card dropped just under the threshold: the manifest says what kind
+    each page's best candidate is, and the report's table and warning show the photographs lost at once."""
+    albums = [cv2.cvtColor(album_page(seed=seed)[0], cv2.COLOR_RGB2BGR) for seed in (1, 3, 5)]
+    pdf = pdf_from_images(tmp_path / "album.pdf", albums, dpi=72)  # the factory's view is 72 dpi of the card
+    issue = pdf_from_images(tmp_path / "issue.pdf", [mixed_page(seed=1), mixed_page(seed=2), text_page(), blank_page()])
+    summary = run([issue, pdf], tmp_path / "out", Options(threshold=0.9, min_side=1, ocr=False))
+    rows = read_manifest(tmp_path / "out")
+    by_page = [(row["source"], row["kept"], row["page_kind"]) for row in rows]
+    assert by_page == [
+        ("issue.pdf", "true", "line art"),
+        ("issue.pdf", "true", "line art"),
+        ("issue.pdf", "false", ""),
+        ("issue.pdf", "false", ""),
+        *[("album.pdf", "false", "continuous tone")] * 3,
+    ], by_page
+    assert all(0.45 <= float(row["score"]) < 0.9 for row in rows[4:]), "the photographs score near the threshold"
+    report = read_text(tmp_path / "out", "report.html")
+    assert _kind_rows(report) == {"line art": (2, 0, 0), "continuous tone": (0, 3, 3), NO_PICTURE: (0, 2, 0)}
+    assert list(_kind_rows(report)) == ["continuous tone", "line art", NO_PICTURE], "most pages first"
+    warnings = re.findall(r"<p class='kind-warning'>⚠ ([^<]+) — check", report)
+    assert warnings == [
+        "continuous tone: 3 of 3 pages with such a candidate were dropped, 3 near the threshold (score ≥ 0.45)"
+    ]
+    assert "the judge's view is grey, so colour is not told" in report
+    assert summary.kinds is not None and summary.kinds.line() == (
+        "continuous tone 0/3 (3 near the threshold), line art 2/0, no picture found 0/2"
+    )
+    assert "Pictures likely lost: continuous tone: 3 of 3 pages" in summary.describe()
+
+
+def test_pictures_by_kind_counts_pages_the_judge_saw_and_warns_of_kinds_dropped_near_the_threshold() -> None:
+    def row(kept: bool, score: float, kind: str | None, **cells: str) -> dict[str, str]:
+        fields = {"source": "a.pdf", "page": "1", "kept": "true" if kept else "false", "score": f"{score:.4f}"}
+        return fields | ({} if kind is None else {"page_kind": kind}) | cells
+
+    rows = [
+        row(True, 60.0, "monochrome line art"),
+        row(False, 40.0, "monochrome line art"),  # near: at least half of 45
+        row(False, 10.0, "monochrome line art"),  # far below
+        row(False, 30.0, "colour continuous tone"),
+        row(False, 23.0, "colour continuous tone"),
+        row(True, 50.0, "colour continuous tone"),
+        row(False, 0.0, ""),
+        row(False, 30.0, None),  # a row of a manifest written before page_kind
+        row(False, 0.0, "", error="page 1: boom"),  # not judged
+        {"source": "b.pdf", "page": "", "kept": "false", "score": "", "error": "not a PDF"},
+    ]
+    kinds = by_kind(rows, threshold=45.0)
+    assert kinds.floor == 22.5
+    assert [(kind, c.kept, c.dropped, c.near) for kind, c in kinds.rows()] == [
+        ("colour continuous tone", 1, 2, 2),
+        ("monochrome line art", 1, 2, 1),
+        (NO_PICTURE, 0, 1, 0),
+        (NOT_RECORDED, 0, 1, 1),
+    ]
+    assert kinds.warnings() == [
+        "colour continuous tone: 2 of 3 pages with such a candidate were dropped, 2 near the threshold (score ≥ 22.5)"
+    ], "a kind with as many kept as dropped near the threshold is no warning, nor are rows without a kind"
+    report = render_report(rows, threshold=45.0, judge="sigma")
+    assert _kind_rows(report)["colour continuous tone"] == (1, 2, 2)
+    assert report.count("class='kind-warning'") == 1
+    assert "colour is not told" not in report, "the sigma judge's view has the page's colours"
+    assert "the sigma judge judges whole pages, so its candidate is the page" in report
+    assert report.index("Pictures by kind") < report.index("Judge scores"), "seen before the histogram"

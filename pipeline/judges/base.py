@@ -17,12 +17,16 @@ class Verdict:
     """What a judge decided about one page.
 
     ``score`` is recorded in the manifest for every page so a user can re-threshold afterwards;
-    ``boxes`` are the picture regions (empty when the judge only decides whole pages).
+    ``boxes`` are the picture regions (empty when the judge only decides whole pages); ``best`` is the judge's
+    best candidate whether the page is kept or not (the highest-scoring region, or the whole page for a judge
+    of whole pages), ``None`` when it found none at all: the report tells what kind of picture each page's
+    candidate is, so that a kind the judge drops is seen.
     """
 
     keep: bool
     score: float
     boxes: tuple[Box, ...] = ()
+    best: Box | None = None
 
 
 class Judge(Protocol):

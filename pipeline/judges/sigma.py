@@ -37,4 +37,5 @@ class SigmaJudge:
     def __call__(self, view: np.ndarray) -> Verdict:
         gray = cv2.cvtColor(view, cv2.COLOR_RGB2GRAY) if view.ndim == 3 else view
         score = float(cv2.meanStdDev(gray)[1][0, 0])
-        return Verdict(keep=score > self.threshold, score=score)
+        # σ judges the whole page: that is its candidate, unless the page is one flat grey (nothing on it)
+        return Verdict(keep=score > self.threshold, score=score, best=(0.0, 0.0, 1.0, 1.0) if score > 0 else None)

@@ -1067,7 +1067,9 @@ class StructureJudge:
             for r in sorted(regions, key=lambda r: r.box[1])
             if r.score >= self.threshold
         )
-        return Verdict(keep=score >= self.threshold, score=score, boxes=boxes)
+        top = max(regions, key=lambda r: r.score, default=None)  # the best candidate, kept or not
+        best = self._with_margin(top.box, view.shape[1], view.shape[0]) if top is not None and top.score > 0 else None
+        return Verdict(keep=score >= self.threshold, score=score, boxes=boxes, best=best)
 
     def _with_margin(self, box: Box, width: int, height: int) -> Box:
         dx, dy = (self.margin_mm * self.dpi / MM_PER_INCH / side for side in (width, height))

@@ -1,5 +1,6 @@
 """Every setting of a training run: ``TrainConfig``, the one settings object (``train``'s recipe and the CLI's
-options, built from its fields), and the constants its defaults and the policy's limits are made of."""
+options, built from its fields), and the constants its defaults and the policy's limits are made of. The
+measurements behind each default: ``docs/triage-model.md`` ("Why the training defaults")."""
 
 from __future__ import annotations
 
@@ -14,45 +15,36 @@ from pipeline.settings import flag, setting
 
 SEED = 0
 L2 = 0.5
-"""Ridge penalty of the classifier's triage rows on standardised features (both ``--tune`` modes); module docstring."""
+"""Ridge penalty of the classifier's triage rows on standardised features (both ``--tune`` modes)."""
 L2_GATE = 0.01
-"""The gate row's penalty: weaker, because the gate has three times the photos behind it; 0.01 rather than 0.1 turned
-away more goat breeds left out (0.81 → 0.86) and more of every non-cattle collection left out (docs/triage-model.md)."""
+"""The gate row's penalty: weaker, because the gate has three times the photos behind it."""
 MID_L2_FACTOR = 0.25
 """The mid-level features' weights are penalised at this fraction of their row's penalty: held back as hard as the
-1280 final features, the 192 mid-level ones were under-used (module docstring)."""
+1280 final features, the 192 mid-level ones were under-used."""
 TOP_EPOCHS = 5
 TOP_LR = 1e-4
 L2SP = 0.01
-"""``--tune top``: epochs, Adam's learning rate and the L2-SP penalty (module docstring)."""
+"""``--tune top``: epochs, Adam's learning rate and the L2-SP penalty."""
 READOUT_HEADROOM = 2.0
 """A readout row is scaled so that its largest value on the training photos' pixels travels at ±2, inside
 ReLU6's ±3 linear range (``models.lite.install_readout``): a photo may exceed the training range by half."""
 CV_FOLDS = 20
 """Grouped CV folds: each fold's model sees 95 % of the photos, so the out-of-fold predictions that choose the
-temperature and thresholds, and the estimate, come from models close to the shipped one, fitted on all of them.
-With 357 triage photos the figure still rises with the share trained on (module docstring)."""
+temperature and thresholds, and the estimate, come from models close to the shipped one, fitted on all of them."""
 FEATURE_LINK_COSINE = 0.6
-"""Near-duplicates a perceptual hash misses: the lumpy-skin photos hold zoomed, rotated and stretched copies of one
-another (pairs viewed: at a cosine of 0.65-0.75 mostly copies, 0.60-0.65 half, below 0.60 few). 0.6 is the lowest
-cosine before chaining runs away (at 0.55 one group swallows 83 photos; at 0.6 the largest holds 19)."""
+"""Near-duplicates a perceptual hash misses (zoomed, rotated and stretched copies) are joined from this cosine of
+their centred ImageNet features: the lowest before chaining runs away."""
 SOURCE_POWER = 0.5
-"""Within a label, a source of n photos weighs n^-0.5 per photo (normalised to the label's mean weight): one web
-collection of 257 lumpy-skin zebu or 498 ImageNet photos otherwise teaches its breed, place and framing as the
-label. Leave-one-source-out on the cached features (docs/triage-model.md): a goat breed left out turned away
-0.74 (0.70 without), a horse breed 0.85 (0.79); 1 (every source alike) let 3 goat-app photos outweigh 498 others."""
+"""Within a label, a source of n photos weighs n^-0.5 per photo (normalised to the label's mean weight): one large
+web collection otherwise teaches its breed, place and framing as the label."""
 MAX_CATTLE_REJECTED = 0.02
-"""The gate turns away at most 2 % of the cattle photos of collections left out: the project allows 3 %, and each
-point allowed turned away 2-7 % more of the non-cattle photos of a breed or class left out (docs/triage-model.md)."""
+"""The gate turns away at most 2 % of the cattle photos of collections left out (the project allows 3 %)."""
 REFERENCE_K = 5
-"""A photo's distance to the training cattle is to its 5 most similar (``models.triage.reference_distance``); on the
-cached features, leave one source out, the reference alone with k = 1 / 5 / 20 turned away 95 / 95 / 95 % of the
-ImageNet sample at 2 % of cattle photos: one look-alike photo should not vouch alone."""
+"""A photo's distance to the training cattle is to its 5 most similar (``models.triage.reference_distance``): one
+look-alike photo should not vouch alone."""
 NEIGHBOUR_K = 10
 """A photo's similarity to the training non-cattle photos is to its 10 most similar (``models.triage``'s neighbour
-check): on the shipped model's out-of-fold predictions, with the reference's 5 for the cattle side, k = 10 turned
-away more goats of known collections (grouped CV) within the same 2 % of cattle left out than k = 5, which the choice
-of operating point left off (docs/triage-model.md)."""
+check)."""
 NEIGHBOUR_MARGINS = np.round(np.arange(-0.05, 0.0201, 0.005), 3)
 """Where the neighbour check's margin is looked for (cosine; ``None``, no check, is a candidate too)."""
 REFERENCE_QUANTILES = np.arange(0.95, 0.99999, 0.0025)
@@ -70,13 +62,11 @@ and 90 % on collections the model never saw; ``choose_operating_point`` aims ins
 its first two tiers each notifiable disease answered as itself on at least 80 % of its photos (the project's bar for FMD
 as a class: the rest of them are *inconclusive*, with the disease's advice where it leans to it)."""
 NOISY_MISSED_LIMIT = 2 * ALERT_MISSED_LIMIT
-"""Cases missed that ``choose_operating_point`` accepts to answer the coverage asked. On the real photos, all 10
-lumpy-skin photos the model called healthy with P ≥ 0.88 (3.9 % of 257) show no lesion (news photos of herds,
-vaccination scenes, contact sheet viewed): a perfect model misses them too. Making them *inconclusive* (answering
-healthy only from 0.90) cost 10-15 points of coverage, 30 % of healthy zebu inconclusive instead of 12 %."""
+"""Cases missed that ``choose_operating_point`` accepts to answer the coverage asked: label noise (photos filed
+under lumpy skin that show no lesion), which a perfect model misses too."""
 TRAINED_IMAGE_SIZE = 320
 """Photos are resized to this square, not ImageNet's 224: most training photos are 256 px, and the nodules of
-lumpy skin then span more of the frozen backbone's 10×10 final map (measured in the module docstring)."""
+lumpy skin then span more of the frozen backbone's 10×10 final map."""
 
 
 class DataError(ValueError):

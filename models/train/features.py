@@ -21,7 +21,7 @@ def augment(im: Image.Image, rng: np.random.Generator) -> Image.Image:
     """A random view: crop 80-100 % of the area, flip, rotate ±10°, brightness/contrast/colour ±20 %.
 
     Mild on purpose: a lumpy-skin photo cropped to half its area may have lost its nodules and still be trained as
-    lumpy skin (stronger views cost lumpy-skin recall, see the module docstring)."""
+    lumpy skin (stronger views cost lumpy-skin recall: docs/triage-model.md)."""
     w, h = im.size
     area = w * h * rng.uniform(0.8, 1.0)
     ratio = math.exp(rng.uniform(math.log(3 / 4), math.log(4 / 3)))

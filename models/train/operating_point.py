@@ -47,11 +47,11 @@ def choose_operating_point(
     the most non-cattle photos within that share (then the fewest cattle photos, then the larger distance and
     margin). None may turn away more than that share of a notifiable disease's photos either: such a photo turned
     away is a case missed. "The most non-cattle photos" is their share averaged over their ``sources`` when given:
-    the 498 ImageNet photos would otherwise outvote 116 goats (leave one source out: goats turned away 17 % against
-    22 %, the ImageNet sample 96 % against 90 %). With ``within``, the limits hold for both sets of predictions and
-    the share is the mean of both (each by source): the project asks for non-cattle turned away on new collections
-    and on new photos of the collections it has, and the out-of-source share alone barely tells margins apart (a
-    collection left out takes all of its kind with it: the whole goat collection left out leaves no goat to be near).
+    the 498 ImageNet photos would otherwise outvote 116 goats. With ``within``, the limits hold for both sets of
+    predictions and the share is the mean of both (each by source): the project asks for non-cattle turned away on
+    new collections and on new photos of the collections it has, and the out-of-source share alone barely tells
+    margins apart (a collection left out takes all of its kind with it: the whole goat collection left out leaves
+    no goat to be near).
 
     Triage thresholds are scored as the app answers: a photo the gate or the reference turns away is not answered,
     and is a case missed when it shows a notifiable disease. Among thresholds that miss at most

@@ -34,14 +34,14 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from models import train
-from models.classifier import DEFAULT_MODEL_ID, loaded_model, read_photo
+from models.classifier import DEFAULT_MODEL_ID, list_images, loaded_model, read_photo
 from models.triage import Policy
 
 
 def check_backbone(folder: Path, variant: str) -> None:
     from models.lite import VARIANTS, build_lite, image_processor
 
-    files = train.list_images(folder)
+    files = list_images(folder)
     model = build_lite({i: str(i) for i in range(1000)}, keep_imagenet_head=True, variant=variant).eval()
     processor = image_processor(VARIANTS[variant].imagenet_size)
 

@@ -19,7 +19,7 @@ import io
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -168,6 +168,19 @@ def loaded_captioner(
         yield holder
     finally:
         offload(holder, STATS)
+
+
+@contextmanager
+def pipeline_captioner(model_id: str) -> Iterator[Captioner]:
+    """:func:`loaded_captioner` as ``pipeline`` asks for one (:data:`pipeline.captions.CaptionerLoader`, the CLI's
+    default ``--captioner-loader``): on CUDA when there is one, a model that cannot be loaded a ``ValueError`` of
+    :class:`ModelLoadError`'s one sentence."""
+    with ExitStack() as held:
+        try:
+            captioner = held.enter_context(loaded_captioner(model_id))
+        except ModelLoadError as exc:
+            raise ValueError(str(exc)) from None
+        yield captioner
 
 
 def caption_jpegs(jpegs: Sequence[bytes], model_id: str, device: str | torch.device | None = None) -> list[str]:

@@ -253,7 +253,7 @@ def install_readout(model: torch.nn.Module, weight: torch.Tensor, scale: torch.T
     """Make pooled feature ``slots[i]`` equal ``3 + (weight[i] · x) / scale[i]``, x the last block's input.
 
     Why: features of the second-to-last stage (192 channels, before the last block) tell lumpy skin from normal
-    skin better together with the final 1280 than the final ones alone (``models/train.py``'s docstring), but
+    skin better together with the final 1280 than the final ones alone (``docs/triage-model.md``), but
     transformers' EfficientNet only pools the head convolution's output. A linear readout commutes with the mean
     pooling, so each readout row travels per pixel through the widened last block (expansion row, centre tap of
     the depthwise kernel, projection), and the head convolution puts it in place of pooled feature ``slots[i]``;

@@ -31,7 +31,9 @@ import json
 import re
 import string
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import PurePosixPath
+from typing import Protocol
 
 from pipeline.names import safe_text
 
@@ -47,6 +49,25 @@ Captioner = Callable[[Sequence[bytes]], list[str]]
 """What fills ``{caption}``: encoded images (the JPEGs about to be written) in, one text per image out, in order.
 The pipeline takes it ready-made (``run(..., captioner=...)``), so it never imports torch: ``models.captioner``
 makes one."""
+
+
+class LoadedCaptioner(Protocol):
+    """A :data:`Captioner` that a :data:`CaptionerLoader` loaded, naming where it runs (the CLI says so)."""
+
+    device: object
+
+    def __call__(self, jpegs: Sequence[bytes], /) -> list[str]: ...
+
+
+CaptionerLoader = Callable[[str], AbstractContextManager[LoadedCaptioner]]
+"""How the CLI's ``--captioner MODEL`` becomes a :data:`Captioner`: the model's id in, a context manager out that
+holds the loaded model for the run and frees it when the run ends however it ends. A model that cannot be loaded
+raises ``ValueError`` with one sentence saying why. ``pipeline`` defines this and imports no implementation: the
+CLI imports the one ``--captioner-loader`` names (:data:`CAPTIONER_LOADER`), only when a captioner is asked for."""
+
+CAPTIONER_LOADER = "models.captioner:pipeline_captioner"
+"""The default ``--captioner-loader`` (``MODULE:FUNCTION``, a :data:`CaptionerLoader`): this repository's
+transformers image-to-text models (``models.captioner``), which need torch."""
 
 
 class CaptionTemplate:

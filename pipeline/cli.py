@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from contextlib import ExitStack
 
 from tqdm import tqdm
 
-from pipeline.captions import Captioner, captioner_note, trigger_note
+from pipeline.captions import CAPTIONER_LOADER, Captioner, CaptionerLoader, captioner_note, trigger_note
 from pipeline.execution import Execution
 from pipeline.journal import ResumeMismatch
 from pipeline.layout import Layout, layout_for
@@ -50,6 +51,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="write numbered shards of N pages each (OUT-00000.zip... or DIR/00000/...), each with its own "
         "manifest, and an index; OUT may then be an fsspec URL (s3://bucket/ds/), shards uploaded as they close",
     )
+    parser.add_argument(
+        "--captioner-loader",
+        default=CAPTIONER_LOADER,
+        metavar="MODULE:FUNCTION",
+        help="with --captioner: the function that loads its model (pipeline.captions.CaptionerLoader; default: "
+        "%(default)s)",
+    )
     add_settings(parser.add_argument_group("what the dataset is"), Options)
     add_settings(parser.add_argument_group("how the run goes (the output is the same whichever)"), Execution)
     return parser
@@ -65,34 +73,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     template = options.captions()
-    for note in (trigger_note(template), captioner_note(template, options.captioner), ocr_note(options)):
+    for note in (
+        trigger_note(template),
+        captioner_note(template, options.captioner),
+        ocr_note(template, options.ocr, options.ocr_lang),
+    ):
         if note:  # once each, before the progress bar
             print(note, file=sys.stderr)
     with ExitStack() as held:  # the captioning model, freed when the run ends however it ends
         try:
-            captioner = _captioner(held, options.captioner) if options.captioner else None
+            captioner = _captioner(held, options.captioner, args.captioner_loader) if options.captioner else None
         except ValueError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return _run(args, options, execution, layout, captioner)
 
 
-def _captioner(held: ExitStack, model_id: str) -> Captioner:
-    """The captioning model, loaded for the run into ``held``. ``models.captioner`` is imported only here: torch
-    and transformers are needed for ``--captioner`` alone. Every failure is a ``ValueError`` of one sentence."""
-    try:
-        from models.captioner import ModelLoadError, loaded_captioner
-    except ImportError as exc:
-        raise ValueError(
-            f"--captioner needs torch and transformers (and this repository's models package): {exc}; "
-            "pip install torch transformers"
-        ) from None
-    try:
-        captioner = held.enter_context(loaded_captioner(model_id))
-    except ModelLoadError as exc:
-        raise ValueError(str(exc)) from None
+def _captioner(held: ExitStack, model_id: str, loader: str) -> Captioner:
+    """The captioning model, loaded for the run into ``held`` by the :data:`pipeline.captions.CaptionerLoader` that
+    ``loader`` names, imported only here: the default one (``models.captioner``) needs torch and transformers, for
+    ``--captioner`` alone. Every failure is a ``ValueError`` of one sentence."""
+    captioner = held.enter_context(_loader(loader)(model_id))
     print(f"captioning with {model_id} on {captioner.device}", file=sys.stderr)
     return captioner
+
+
+def _loader(path: str) -> CaptionerLoader:
+    """The loader ``path`` (``MODULE:FUNCTION``) names; a ``ValueError`` of one sentence when it cannot be had."""
+    module, _, name = path.partition(":")
+    try:
+        found = getattr(importlib.import_module(module), name, None) if module and name else None
+    except ImportError as exc:
+        if path == CAPTIONER_LOADER:
+            raise ValueError(
+                f"--captioner needs torch and transformers (and this repository's models package): {exc}; "
+                "pip install torch transformers"
+            ) from None
+        raise ValueError(f"--captioner-loader {path}: cannot import {module} ({exc})") from None
+    if not callable(found):
+        raise ValueError(f"--captioner-loader {path}: not MODULE:FUNCTION naming a function")
+    return found
 
 
 def _run(

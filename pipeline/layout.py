@@ -17,15 +17,13 @@ import shutil
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from pipeline.captions import dataset_config_toml
 from pipeline.journal import Journal
+from pipeline.shards import ShardedWriter
 from pipeline.source import is_url
 from pipeline.writer import FolderWriter, OutputError, Writer, ZipWriter
-
-if TYPE_CHECKING:
-    from pipeline.shards import ShardedWriter
 
 
 class Layout(Protocol):
@@ -100,6 +98,11 @@ class ZipLayout:
         """The closed shards' state file, in the staging folder: ``out.zip.shards``."""
         return f"{Path(base).name}.shards"
 
+    @staticmethod
+    def staging(path: Path) -> Path:
+        """Where the shards of a local ``out.zip`` are written: the folder that holds it."""
+        return path.parent
+
 
 @dataclass(frozen=True)
 class FolderLayout:
@@ -149,6 +152,11 @@ class FolderLayout:
     def state(base: str) -> str:
         return ".shards"
 
+    @staticmethod
+    def staging(path: Path) -> Path:
+        """Where the shards of a local ``DIR`` are written: in it."""
+        return path
+
 
 @dataclass(frozen=True)
 class ShardsLayout:
@@ -168,9 +176,7 @@ class ShardsLayout:
         return ZipLayout if _is_zip(self.target) else FolderLayout
 
     def open(self, run_id: str, resume: bool) -> ShardedWriter:
-        from pipeline.shards import ShardedWriter
-
-        return ShardedWriter(self, run_id, resume)
+        return ShardedWriter(self.target, self.size, self.unit, run_id, resume)
 
     def kohya_config(self, resolution: int) -> str:
         raise ValueError("--kohya-config and --shard-size: kohya's config names one image folder, shards are many")

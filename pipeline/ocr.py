@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pymupdf
 
-    from pipeline.options import Options
+    from pipeline.captions import CaptionTemplate
     from pipeline.scan import Scan
 
 DEFAULT_LANG = "eng+rus+fra+deu+frk"
@@ -72,12 +72,13 @@ class OcrFailed(Exception):
     """Tesseract ran but failed on this band; the page keeps no OCR words, and says why in its warning."""
 
 
-def ocr_note(options: Options) -> str:
-    """One line for the user when the run's captions want OCR but it cannot run (no Tesseract, a language
-    pack missing), empty otherwise; say it once per run: the run goes on without OCR."""
-    if not options.ocr or "words" not in options.captions().fields:
+def ocr_note(template: CaptionTemplate, ocr: bool, lang: str) -> str:
+    """One line for the user when the run's captions (``template``) want OCR (``ocr``, in ``lang``: the options'
+    ``ocr`` and ``ocr_lang``) but it cannot run (no Tesseract, a language pack missing), empty otherwise; say it
+    once per run: the run goes on without OCR."""
+    if not ocr or "words" not in template.fields:
         return ""
-    missing = unavailable(options.ocr_lang)
+    missing = unavailable(lang)
     if not missing:
         return ""
     return f"note: no OCR: {missing}; pages without a text layer get no {{words}} (--no-ocr hides this note)"

@@ -21,15 +21,49 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 from pipeline.journal import PageKey, ResumeMismatch
-from pipeline.layout import FolderLayout, ShardsLayout, ZipLayout
 from pipeline.manifest import PageRecord
 from pipeline.source import is_url
 from pipeline.tasks import PageImage
 from pipeline.writer import OutputError, Writer
 
 INDEX = "index.json"
+
+
+class ShardUnit(Protocol):
+    """What one shard is, as :mod:`pipeline.layout`'s ``ZipLayout`` and ``FolderLayout`` are: made from its local
+    path, it opens its writer and lists, reads and removes its files; its static methods name the shards and the
+    files of the whole sharded output. (This module names no layout: ``layout`` imports it, never the reverse.)"""
+
+    path: Path
+    progress: Path
+
+    def __init__(self, path: Path) -> None: ...
+
+    def open(self, run_id: str, resume: bool) -> Writer: ...
+
+    def files(self) -> list[Path]: ...
+
+    def read(self, name: str) -> bytes | None: ...
+
+    def remove(self) -> None: ...
+
+    @staticmethod
+    def shard(base: str, number: int) -> str: ...
+
+    @staticmethod
+    def beside(base: str, name: str) -> str: ...
+
+    @staticmethod
+    def top(base: str, name: str) -> str: ...
+
+    @staticmethod
+    def state(base: str) -> str: ...
+
+    @staticmethod
+    def staging(path: Path) -> Path: ...
 
 
 class ShardedJournal:
@@ -48,14 +82,15 @@ class ShardedJournal:
 
 
 class ShardedWriter:
-    """A :class:`pipeline.writer.Writer` that starts a new shard every ``shard_size`` committed pages; with
-    ``resume``, an interrupted run of the same ``run_id`` is continued."""
+    """A :class:`pipeline.writer.Writer` that writes ``target`` (a path or an fsspec URL) as shards of kind ``unit``
+    and starts a new one every ``shard_size`` committed pages; with ``resume``, an interrupted run of the same
+    ``run_id`` is continued (``pipeline.layout.ShardsLayout`` opens it)."""
 
-    def __init__(self, layout: ShardsLayout, run_id: str, resume: bool) -> None:
-        text = layout.target
+    def __init__(self, target: str, shard_size: int, unit: type[ShardUnit], run_id: str, resume: bool) -> None:
+        text = target
         self.remote = is_url(text)
-        self.unit = layout.unit
-        self.shard_size, self._run_id = layout.size, run_id
+        self.unit = unit
+        self.shard_size, self._run_id = shard_size, run_id
         if self.remote:
             import fsspec
 
@@ -66,7 +101,7 @@ class ShardedWriter:
         else:
             self._fs, base = None, text
             self.path = Path(text)
-            self._staging = self.path.parent if self.unit is ZipLayout else self.path
+            self._staging = self.unit.staging(self.path)
         self._base = base.rstrip("/")
         try:
             self._staging.mkdir(parents=True, exist_ok=True)
@@ -171,7 +206,7 @@ class ShardedWriter:
             local.remove()
         self.current, self._keys = None, []
 
-    def _local(self, number: int) -> ZipLayout | FolderLayout:
+    def _local(self, number: int) -> ShardUnit:
         return self.unit(self._staging / self.shard_name(number))
 
     def _publish(self, target: str, text: str) -> None:

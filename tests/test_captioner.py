@@ -243,6 +243,57 @@ def test_the_cli_says_when_torch_or_transformers_are_missing(
     assert last.startswith("error: --captioner needs torch and transformers") and "pip install" in last
 
 
+FAKE_LOADER = """
+from contextlib import contextmanager
+
+EVENTS = []
+
+
+@contextmanager
+def load(model_id):
+    if model_id == "missing":
+        raise ValueError("no such captioning model: missing")
+    EVENTS.append(("load", model_id))
+    try:
+        yield _Fake(model_id)
+    finally:
+        EVENTS.append(("free", model_id))
+
+
+class _Fake:
+    device = "nowhere"
+
+    def __init__(self, model_id):
+        self.model_id = model_id
+
+    def __call__(self, jpegs):
+        return [f"{self.model_id} saw {len(j) > 0}" for j in jpegs]
+"""
+
+
+def test_the_cli_loads_a_captioner_through_the_loader_it_is_given(
+    pdf: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``pipeline`` defines the loader (``pipeline.captions.CaptionerLoader``) and imports none: ``--captioner-loader
+    MODULE:FUNCTION`` names it (default ``models.captioner``'s), and the run gets what it loads, freed at the end."""
+    (tmp_path / "fake_loader_i57.py").write_text(FAKE_LOADER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    args = [str(pdf), "--caption", "{caption}", "--captioner-loader", "fake_loader_i57:load", *CLI]
+    assert main([*args, "-o", str(tmp_path / "out/"), "--captioner", "pretend/model"]) == 0
+    events = sys.modules["fake_loader_i57"].EVENTS
+    assert events == [("load", "pretend/model"), ("free", "pretend/model")]
+    images = _written(tmp_path / "out")
+    assert images and all(image["txt"] == "pretend/model saw True" for image in images.values())
+    assert "captioning with pretend/model on nowhere" in capsys.readouterr().err
+    assert main([*args, "-o", str(tmp_path / "no/"), "--captioner", "missing"]) == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == "error: no such captioning model: missing"
+    for bad, says in (("fake_loader_i57:nothing", "not MODULE:FUNCTION"), ("no_such_module_i57:load", "cannot import")):
+        argv = [str(pdf), "-o", str(tmp_path / "bad/"), "--captioner", "m", "--caption", "{caption}", *CLI]
+        assert main([*argv, "--captioner-loader", bad]) == 2
+        assert says in capsys.readouterr().err.strip().splitlines()[-1]
+    assert not (tmp_path / "no").exists() and not (tmp_path / "bad").exists()
+
+
 def test_the_pipeline_imports_no_torch_without_a_captioner() -> None:
     """``pipeline`` runs where torch and transformers are not installed; only ``--captioner`` needs them."""
     code = (

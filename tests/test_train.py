@@ -20,7 +20,11 @@ from transformers import AutoConfig, AutoImageProcessor, AutoModelForImageClassi
 
 import models
 from models import i18n, predict, train, triage
+from models.classifier import list_images
 from models.lite import READOUT_OFFSET, VARIANTS, build_lite, image_processor, install_readout
+from models.train.evaluation import _kind
+from models.train.groups import _components
+from models.train.head import _loss
 from pipeline.settings import from_args
 
 
@@ -148,7 +152,7 @@ def test_mid_level_columns_are_penalised_at_their_factor_of_the_row_penalty() ->
     weight = (model.classifier.weight.detach() * std).requires_grad_()
     bias = model.classifier.bias.detach() + model.classifier.weight.detach() @ flat.mean(dim=0)
     y = torch.as_tensor(np.repeat(targets, views))
-    train._loss(z @ weight.T + bias, y, train.class_weights(targets, 3), 2).backward()
+    _loss(z @ weight.T + bias, y, train.class_weights(targets, 3), 2).backward()
     penalty = -weight.grad / (2 * weight.detach())
     expected = torch.tensor([1.0, 1.0, 0.1])[:, None] * torch.tensor([1.0] * final + [0.25] * mid)
     np.testing.assert_allclose(penalty, expected, rtol=0.05)
@@ -293,7 +297,7 @@ def test_a_mirror_policy_answers_a_photo_and_its_mirror_alike(tmp_path: Path) ->
 def test_features_are_computed_at_the_size_the_model_is_trained_at(data_dir: Path) -> None:
     """Training views resized as the saved processor resizes: Lite0's final map is 1/32 of the input side."""
     model = build_lite({0: "a", 1: "b"}, pretrained=False)
-    paths = train.list_images(data_dir / "lumpy_skin")[:2]
+    paths = list_images(data_dir / "lumpy_skin")[:2]
     for size in (64, 96):
         feats, thumbs = train.cache_features(model, paths, views=3, upto=16, image_size=size)
         assert feats.shape == (2, 3, 320, size // 32, size // 32)
@@ -341,7 +345,7 @@ def test_feature_links_join_groups_transitively_and_nothing_else() -> None:
     assert len(np.unique(groups)) == 5, "unrelated photos stay apart"
     links = np.zeros((6, 6), dtype=bool)
     links[2, 3] = links[3, 4] = True  # found two rows at a time: 2-3 in the second block, 3-4 in the third
-    blocked = train._components(6, lambda a, b: links[a:b], block=2)
+    blocked = _components(6, lambda a, b: links[a:b], block=2)
     assert blocked[2] == blocked[3] == blocked[4] and len(np.unique(blocked)) == 4
 
 
@@ -816,7 +820,7 @@ def test_relabel_csv_gives_a_misfiled_photo_its_label_and_a_source_of_its_own(da
     moved = at["lumpy_skin/lumpy_skin_1.png"]
     assert fixed.labels[fixed.targets[moved]] == "not_cattle" and plain.labels[plain.targets[moved]] == "lumpy_skin"
     assert fixed.sources[moved] == "lumpy_skin · relabelled not_cattle"
-    assert train._kind(fixed.paths[moved], fixed.sources[moved]) == "lumpy_skin · relabelled not_cattle"
+    assert _kind(fixed.paths[moved], fixed.sources[moved]) == "lumpy_skin · relabelled not_cattle"
     rest = np.arange(len(fixed.paths)) != moved
     assert (fixed.targets[rest] == plain.targets[rest]).all()
     assert np.array(fixed.sources)[rest].tolist() == np.array(plain.sources)[rest].tolist()

@@ -76,7 +76,7 @@ MUTATIONS = (
              "        return dataset_config_toml(str(self.path.resolve()), resolution)",
              '        return dataset_config_toml(".", resolution)', ("tests/test_dataset.py", "tests/test_layout.py")),
     Mutation("photos not turned upright", "models/classifier.py",
-             "return ImageOps.exif_transpose(im).convert(\"RGB\")", "return im.convert(\"RGB\")",
+             "_eight_bit(ImageOps.exif_transpose(im))", "_eight_bit(im)",
              ("tests/test_models.py",)),
     Mutation("HEIC photos not opened", "models/classifier.py",
              "\nregister_heif_opener()", "\n", ("tests/test_models.py",)),

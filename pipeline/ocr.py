@@ -12,9 +12,10 @@ rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 Tesseract runs as a subprocess per band (one thread each: the run's parallelism is its worker processes), so a
 crash costs one page's words, never the worker. pytesseract hands it the band and reads its answer through
 temporary files: they go to a run folder of the worker's own (:func:`pipeline.fetch.make_run_folder`), removed
-when the worker exits, and swept by the next run's workers after a ``kill -9``. Without Tesseract or a language
-pack the run goes on without OCR: :func:`ocr_note` says so once, in the main process; workers find it missing
-and read nothing.
+when the worker exits, and swept by the next run's workers after a ``kill -9``. Without Tesseract the run goes on
+without OCR; without some packs of the default set it reads with the others (a set named with ``--ocr-lang`` is
+read whole or not at all): :func:`ocr_note` says so once, in the main process; workers find the same and read
+with what is there, or nothing.
 """
 
 from __future__ import annotations
@@ -74,14 +75,32 @@ class OcrFailed(Exception):
 
 def ocr_note(template: CaptionTemplate, ocr: bool, lang: str) -> str:
     """One line for the user when the run's captions (``template``) want OCR (``ocr``, in ``lang``: the options'
-    ``ocr`` and ``ocr_lang``) but it cannot run (no Tesseract, a language pack missing), empty otherwise; say it
-    once per run: the run goes on without OCR."""
+    ``ocr`` and ``ocr_lang``) but it cannot run as asked (no Tesseract, a language pack missing), empty otherwise;
+    say it once per run: the run goes on, with the installed packs of the default set (:func:`reading_lang`) or
+    without OCR."""
     if not ocr or "words" not in template.fields:
         return ""
-    missing = unavailable(lang)
-    if not missing:
+    read, why = reading_lang(lang)
+    if not why:
         return ""
-    return f"note: no OCR: {missing}; pages without a text layer get no {{words}} (--no-ocr hides this note)"
+    if read is None:
+        return f"note: no OCR: {why}; pages without a text layer get no {{words}} (--no-ocr hides this note)"
+    return f"note: OCR reads {read} only: {why}"
+
+
+def reading_lang(lang: str) -> tuple[str | None, str]:
+    """The packs Tesseract reads ``lang`` with here (``None``: no OCR) and why it is not ``lang`` itself (``""``
+    when it is). The default set is read with those of its packs that are installed: a user with English, French
+    and German installed gets their words, not an OCR turned off for a missing Cyrillic pack. A set asked for with
+    ``--ocr-lang`` is read whole or not at all: a page read without a pack the user named would be read wrong."""
+    why = unavailable(lang)
+    if not why:
+        return lang, ""
+    if lang == DEFAULT_LANG:
+        kept = "+".join(name for name in lang.split("+") if name in _packs(COMMAND))
+        if kept and not unavailable(kept):
+            return kept, why
+    return None, why
 
 
 def unavailable(lang: str) -> str:
@@ -102,13 +121,12 @@ def _unavailable(command: str, lang: str) -> str:
             f"Tesseract is not installed ({command!r} not found; apt-get install tesseract-ocr, brew install tesseract)"
         )
     try:
-        listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=60, check=True)
+        have = _listed(program)
     except (OSError, subprocess.SubprocessError) as exc:
         return f"Tesseract does not run ({type(exc).__name__}: {exc})"
     version = _unusable_version(program)
     if version:
         return version
-    have = {line.strip() for line in listed.stdout.splitlines()[1:] if line.strip()}
     missing = [name for name in lang.split("+") if name not in have]
     if missing:
         packs = " ".join(f"tesseract-ocr-{name.lower()}" for name in missing if "/" not in name)
@@ -117,6 +135,22 @@ def _unavailable(command: str, lang: str) -> str:
             f"installed: {'+'.join(sorted(have - {'osd'})) or 'none'}; --ocr-lang chooses)"
         )
     return ""
+
+
+@cache
+def _packs(command: str) -> frozenset[str]:
+    """The language packs ``command`` has (none when it is not there or does not run)."""
+    program = shutil.which(command)
+    try:
+        return _listed(program) if program is not None else frozenset()
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+
+
+def _listed(program: str) -> frozenset[str]:
+    """The packs ``tesseract --list-langs`` names (its first line is a heading)."""
+    listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=60, check=True)
+    return frozenset(line.strip() for line in listed.stdout.splitlines()[1:] if line.strip())
 
 
 def _unusable_version(program: str) -> str:

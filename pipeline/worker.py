@@ -22,7 +22,7 @@ from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.kinds import candidate_kind, picture_kind
 from pipeline.manifest import PageRecord
 from pipeline.names import safe_text
-from pipeline.ocr import OcrFailed, read_words, unavailable
+from pipeline.ocr import OcrFailed, read_words, reading_lang
 from pipeline.options import AUTO_CROP_COVERAGE, Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
@@ -306,9 +306,10 @@ def _fields(options: Options) -> frozenset[str]:
 
 
 def _ocr_lang(options: Options) -> str | None:
-    """The languages to OCR pages without a text layer in, ``None`` when OCR is off or cannot run here (the
-    run's main process has said why, once: :func:`pipeline.ocr.ocr_note`)."""
-    return options.ocr_lang if options.ocr and not unavailable(options.ocr_lang) else None
+    """The languages to OCR pages without a text layer in (the default set's installed packs, see
+    :func:`pipeline.ocr.reading_lang`), ``None`` when OCR is off or cannot run here (the run's main process has
+    said why, once: :func:`pipeline.ocr.ocr_note`)."""
+    return reading_lang(options.ocr_lang)[0] if options.ocr else None
 
 
 def _words(

@@ -149,6 +149,27 @@ def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
 
 
 @needs_tesseract
+def test_default_packs_not_installed_are_said_once_and_the_installed_ones_read(tmp_path: Path) -> None:
+    """A new user's Tesseract with three of the default set's five packs: every caption kept its words only
+    after this (was: one note, OCR off for the whole run, every caption without a word). A set named with
+    ``--ocr-lang`` is still read whole or not at all."""
+    listing = tmp_path / "langs.txt"
+    listing.write_text('List of available languages in "/x/" (4):\neng\nfra\ndeu\nosd\n')
+    three = tmp_path / "tesseract"
+    three.write_text(f'#!/bin/sh\n[ "$1" = --list-langs ] && {{ cat "{listing}"; exit 0; }}\nexec {TESSERACT} "$@"\n')
+    three.chmod(0o755)
+    pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
+    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tesseract=str(three))
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stderr.splitlines() if line.startswith("note:") and "OCR" in line]
+    assert len(notes) == 1 and "OCR reads eng+fra+deu only" in notes[0] and "rus+frk" in notes[0], done.stderr
+    assert captions(tmp_path / "out") == ["monochrome line art, the imperial palace at peterhof"] * 2
+    forced = cli(*pdfs, "-o", tmp_path / "forced/", "--min-side", "64", "--ocr-lang", "eng+rus", tesseract=str(three))
+    assert forced.returncode == 0 and forced.stderr.count("note: no OCR") == 1, forced.stderr
+    assert captions(tmp_path / "forced") == ["monochrome line art"] * 2
+
+
+@needs_tesseract
 def test_a_tesseract_version_pytesseract_refuses_is_said_once_and_the_run_goes_on(tmp_path: Path) -> None:
     """pytesseract exits (``SystemExit``) on a Tesseract older than 3.05: the run must not end at its first page
     without a text layer. It did, with two workers: the CLI stopped with exit code 1 mid-run."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from judge_stages import page
-from test_judge_structure import INK, OCTAVO, book_page
+from test_judge_structure import INK, OCTAVO, book_page, paper
 
 from pipeline.judges.ink import ink_map
 
@@ -36,3 +36,15 @@ def test_the_scanner_frame_is_cleared_from_the_pages_ink() -> None:
     p = page(img)
     assert not p.ink[:, :30].any()
     assert p.ink[:, 40:].any()
+
+
+def test_faint_print_on_a_low_contrast_page_is_ink() -> None:
+    """Print only 45 levels darker than its paper (a faded page, nothing darker on it) is measured against a
+    floor of 40 levels, not against a contrast the page does not have: it is ink, and the paper's grain is not."""
+    img = paper(OCTAVO)
+    lines = np.zeros(OCTAVO, bool)
+    lines[100:500:10] = True  # hairlines of faint print
+    img[lines] = 190
+    ink = ink_map(img, 72.0)
+    assert ink[lines].min() > 0.9
+    assert ink[~lines].mean() < 0.01

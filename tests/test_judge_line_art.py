@@ -6,7 +6,7 @@ from __future__ import annotations
 import cv2
 import numpy as np
 from judge_stages import page
-from test_judge_structure import OCTAVO, book_page, card_symbols, geometric_figure, page_with_figure
+from test_judge_structure import INK, OCTAVO, book_page, card_symbols, geometric_figure, page_with_figure, paper
 
 from pipeline.judges.line_art import line_art, stroke_cells, strokes_crossed
 from pipeline.judges.measure import COARSE, px
@@ -42,3 +42,18 @@ def test_an_outline_figure_is_one_drawing_boxed_on_its_ink() -> None:
 
 def test_a_text_page_has_no_line_art() -> None:
     assert drawings(book_page()) == []
+
+
+def test_a_single_stroke_however_long_is_no_drawing() -> None:
+    """A long diagonal or bent hairline is far larger than a glyph and blank inside, but it is one stroke: every
+    row and column crosses it once."""
+    line, bent = paper(OCTAVO), paper(OCTAVO)
+    cv2.line(line, (40, 580), (360, 40), INK, 1, cv2.LINE_AA)
+    cv2.polylines(bent, [np.array([(60, 60), (200, 300), (340, 320)])], False, INK, 1, cv2.LINE_AA)
+    assert drawings(line) == [] and drawings(bent) == []
+
+
+def test_two_parallel_strokes_are_crossed_twice_by_every_row() -> None:
+    comp = np.zeros((50, 21), bool)
+    comp[:, 0] = comp[:, 20] = True  # as their connected box holds them: one on its left edge
+    assert strokes_crossed(comp) == 2.0

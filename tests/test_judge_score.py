@@ -43,3 +43,12 @@ def test_a_cores_evidence_tells_hatching_from_a_solid_block() -> None:
     box, grid = (10, 10, 90, 90), (100, 100)  # on the coarse grid (3x coarser)
     core_px = 80 * 80 // 2
     assert core_evidence(hatching, box, core_px, grid, j) > 0.5 > core_evidence(solid, box, core_px, grid, j)
+
+
+def test_a_uniform_grey_patch_has_too_little_variety_for_a_picture() -> None:
+    """A grey step of a test target: textured enough, not solid black, but with sharp edges only at its border."""
+    j = StructureJudge()
+    grey = np.zeros((300, 300), np.float32)
+    grey[30:270, 30:270] = 0.6
+    box, grid = (5, 5, 95, 95), (100, 100)  # the patch and a margin of paper around it
+    assert core_evidence(grey, box, 90 * 90 // 2, grid, j) < 0.5

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from judge_stages import coarse_share, page
-from test_judge_structure import book_page, engraving, halftone
+from test_judge_structure import OCTAVO, book_page, engraving, halftone, headline_deck, paper
 
 from pipeline.judges.buffers import PageBuffers
 from pipeline.judges.texture import core_regions, texture_cores
@@ -45,3 +45,12 @@ def test_the_cores_of_one_picture_are_one_region_on_the_coarse_grid() -> None:
     x, y, bw, bh, _area = stats[1]
     # on the picture, give or take the window's footprint (~3 mm a side: 9 px) and the 4 mm opening
     assert np.abs(np.array([x, y, x + bw, y + bh]) * 3 - PICTURE).max() <= 30
+
+
+def test_display_type_as_dense_as_hatching_gives_no_cores() -> None:
+    """Large bold capitals fill every row of the window like hatching; lines of type are cleared."""
+    img = paper(OCTAVO)
+    headline_deck(img, (40, 40, 360, 600), ["SERIES OF ATTACKS", "LAUNCHED IN WEST", "BY GERMAN ARMIES"] * 3, 30)
+    p = page(img)
+    assert p.typeset.any()
+    assert not cores(img).any()

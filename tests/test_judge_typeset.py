@@ -20,3 +20,12 @@ def test_one_band_of_display_size_alone_is_no_line_of_type() -> None:
     img = paper(OCTAVO)
     headline_deck(img, (40, 40, 360, 300), ["ONE LINE ONLY"], 30)
     assert coarse_share(page(img).typeset, (40, 40, 360, 90)) == 0.0
+
+
+def test_bands_of_display_size_apart_by_more_than_half_their_height_are_no_lines_of_type() -> None:
+    """Leading is less than half the type's height; two bands farther apart are separate things (a
+    headpiece over a tailpiece), not lines set together."""
+    img = paper(OCTAVO)
+    headline_deck(img, (40, 40, 360, 300), ["ONE LINE ONLY"], 30)
+    headline_deck(img, (40, 100, 360, 300), ["ANOTHER LINE"], 30)  # a gap of a whole cap height
+    assert coarse_share(page(img).typeset, (40, 40, 360, 140)) == 0.0

@@ -35,6 +35,12 @@ reference values (``min_area``, ``fill_ref``, ``solid_ref``, ``max_aspect``, ``v
 the page score is its best region's. One threshold (0.5) therefore means "a picture at least this big
 and this textured" for any page. On ``../shared/data`` (bench/eval_purity.py) illustrations score
 0.62..0.99, text pages and targets at most 0.44.
+
+Each stage is a module beside this one, and :meth:`StructureJudge._page_regions` runs them in order: :mod:`.frame`
+(the scanner frame, the dark share), :mod:`.ink`, :mod:`.typeset` (lines of type), :mod:`.rules`, :mod:`.texture`
+(cores and core regions), :mod:`.candidates` (crops grown along strokes, merged), :mod:`.line_art`; then
+:mod:`.hands` and the sheet (:mod:`.sheet`) in :meth:`StructureJudge.regions`. :mod:`.score` scores; the
+page-sized arrays they share are one :class:`~.buffers.PageBuffers` per page.
 """
 
 from __future__ import annotations

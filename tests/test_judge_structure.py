@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, make_judge
-from pipeline.judges.structure import StructureJudge, _line_mask
+from pipeline.judges.structure import StructureJudge
 
 PAPER, INK = 235, 25
 A4 = (842, 595)  # h, w at 72 dpi
@@ -455,29 +455,6 @@ def test_shaded_parts_joined_by_light_strokes_are_one_crop(judge: StructureJudge
     assert v.keep and len(v.boxes) == 2
     assert iou(v.boxes[0], frac((30, 100, 230, 300), A4)) > 0.8
     assert iou(v.boxes[1], frac(below, A4)) > 0.8
-
-
-def test_line_mask_is_cv2s_opening_both_ways_grown_by_3x3() -> None:
-    """The bit-packed rule tracer gives exactly what OpenCV's full-size morphology gives, at any width
-    (byte boundaries), length and ink density, runs touching the edges included."""
-    rng = np.random.default_rng(0)
-    for _ in range(150):
-        h, w, length = int(rng.integers(3, 70)), int(rng.integers(3, 90)), int(rng.integers(2, 40))
-        inkb = rng.random((h, w)) < rng.uniform(0.3, 0.97)
-        u8 = inkb.view(np.uint8)
-        runs = cv2.morphologyEx(u8, cv2.MORPH_OPEN, np.ones((1, length), np.uint8))
-        runs |= cv2.morphologyEx(u8, cv2.MORPH_OPEN, np.ones((length, 1), np.uint8))
-        assert np.array_equal(_line_mask(inkb, length), cv2.dilate(runs, np.ones((3, 3), np.uint8)))
-
-
-def test_release_frees_the_threads_work_arrays() -> None:
-    from pipeline.judges import structure
-
-    judge = StructureJudge()
-    judge(np.full((800, 600), 255, np.uint8))
-    assert structure._SCRATCH.__dict__.get("pool")
-    judge.release()
-    assert not structure._SCRATCH.__dict__.get("pool")
 
 
 def test_crops_keep_a_faint_outer_frame_but_not_the_text_a_gutter_away(judge: StructureJudge) -> None:

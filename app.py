@@ -2,7 +2,7 @@
 
 This file is the page and its wiring only, and the file Spaces start. Each job's handlers are in ``space/`` (one
 module per job: ``triage``, ``dataset``, ``review``; the request checks in ``checks``, the folders in ``disk``, the
-tabs' components in ``layout``); the work is in ``models/`` and ``pipeline/``.
+tabs' components in ``layout``, the PDF job's own process in ``job``); the work is in ``models/`` and ``pipeline/``.
 
 Run: ``python app.py`` (honours ``GRADIO_SERVER_NAME`` / ``GRADIO_SERVER_PORT``; ``MODEL_ID``, ``MODEL_POLICY``,
 ``CONTACTS``, ``CAPTIONER``, ``MAX_FILE_SIZE`` and ``GPU_DURATION`` configure the rest: docs/space.md).
@@ -17,7 +17,7 @@ import signal
 
 import gradio as gr
 
-from space import checks, dataset, disk, layout, review, settings, triage
+from space import checks, dataset, disk, job, layout, review, settings, triage
 
 with checks.Space(
     title="AI-Vet-Scanner & archive → dataset",
@@ -161,12 +161,14 @@ LAUNCH_KWARGS = {"max_file_size": settings.MAX_FILE_SIZE, "theme": gr.themes.Sof
 
 
 def _stop(*_: object) -> None:
-    """SIGTERM (a Space restarting, ``docker stop``): stop serving, remove the work folder, exit 0 at once.
+    """SIGTERM (a Space restarting, ``docker stop``): stop serving, end the PDF jobs' processes, remove the work
+    folder, exit 0 at once.
 
     Not ``sys.exit``: finalising the interpreter while a request thread is inside torch aborts the process (the
     thread, coming back for the GIL, is unwound through torch's C++ frames: ``std::terminate``, SIGABRT).
     ``demo.close()`` gives the server up to 5 s to stop (an idle one deletes the files Gradio made as it does)."""
     demo.close()
+    job.Job.stop_all()
     shutil.rmtree(disk.WORK_ROOT, ignore_errors=True)
     os._exit(0)
 

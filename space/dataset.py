@@ -1,7 +1,8 @@
 """The PDF tab's job: uploaded PDFs and zips of PDFs → one dataset zip, with its summary, chart and galleries.
 
-The handler is a generator over the pipeline's pages, so the page sees each page done and **Cancel** (Gradio
-closing the generator) stops the run between pages.
+The pipeline runs in a process of its own (:mod:`space.job`): a PDF that crashes MuPDF ends that job with an error
+naming the file, and the server goes on serving every other visitor. The handler is a generator that follows the
+process's messages, so the page sees each page done and **Cancel** (Gradio closing the generator) kills the process.
 """
 
 import spaces  # first: on ZeroGPU it must set up CUDA handling before torch is imported
@@ -10,22 +11,28 @@ import spaces  # first: on ZeroGPU it must set up CUDA handling before torch is 
 import html
 import io
 import shutil
-from collections.abc import Iterator
+import time
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 import gradio as gr
 from PIL import Image
 
 from models import captioner
-from pipeline import Execution, NothingToDo, Options, OutputError, PdfError, Summary, ZipLayout, run_pages
+from pipeline import Execution, Options, Summary
 from pipeline.captions import CaptionTemplate
 from pipeline.judges import DEFAULT_JUDGE, parse_threshold
 from pipeline.report import REPORT, histogram, histogram_svg
-from pipeline.source import gather_uploads
 from pipeline.writer import read_images, read_manifest, read_text
 from space import disk, settings
+from space.job import Job, JobDied, Request
 
 GALLERY_LIMIT = 12
+HEARTBEAT_S = 5.0
+"""Longest the handler waits for its process without yielding (the last status again): Gradio can close the
+generator (Cancel) only between yields, so a slow range of pages still ends within this once cancelled."""
+AFTER_DONE_S = 5.0
+"""How long a job's process may take to exit after its last message before it is killed."""
 
 if settings.CAPTIONER:
     captioner.check_captioner(settings.CAPTIONER)  # a wrong id fails at start, not in a visitor's job
@@ -52,9 +59,10 @@ def pdf_to_dataset(
     min_side: int = Options().min_side,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
 ) -> Iterator[tuple[object, ...]]:
-    """Run the pipeline on the uploaded PDFs and zips of PDFs as one run into one zip (CPU only).
+    """Run the pipeline on the uploaded PDFs and zips of PDFs as one run into one zip (CPU only, in a process of
+    its own).
 
-    A generator, so that **Cancel** can stop it between pages: Gradio closes it, which stops the run and frees the
+    A generator, so that **Cancel** can stop it: Gradio closes it, which kills the job's process and frees the
     queue's slot. Yields a running status after each page; the last yield is the zip, a per-file summary, the score
     histogram, some kept images, the rejected pages nearest the threshold, the report and the kept pictures not
     written (too small for ``min_side``), so the threshold and the smallest picture side can be judged before
@@ -81,34 +89,88 @@ def pdf_to_dataset(
         raise pdf_error(str(exc)) from None
     disk.check_disk()
     work = disk.work_dir()
+    limits = Execution(resume=False, max_pages=settings.MAX_PAGES, max_seconds=settings.MAX_JOB_SECONDS)
+    uploads = [str(path) for path in pdfs]  # plain str: Gradio's NamedString would import Gradio in the job
+    request = Request(uploads, work, zip_name(pdfs), options, limits, settings.MAX_UNPACKED_MB * 2**20, describes)
     try:
-        names, problems = gather_uploads(pdfs, work / "unpacked", settings.MAX_UNPACKED_MB * 2**20)
-        yield _status(f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…")
-        zip_path = work / zip_name(pdfs)
-        limits = Execution(resume=False, max_pages=settings.MAX_PAGES, max_seconds=settings.MAX_JOB_SECONDS)
-        pages = run_pages(list(names), ZipLayout(zip_path), options, limits, describe if describes else None)
+        job, finished = Job(request), False
         try:
-            while True:
-                try:
-                    record, where = next(pages)
-                except StopIteration as finished:
-                    summary = finished.value
-                    break
-                desc = f"Page {where.done}/{where.total}, {where.kept} kept"
-                progress((where.done, where.total), desc=desc, unit="pages")
-                yield _status(f"{desc} · {record.source} p{record.page or '-'}")
-        finally:
-            pages.close()  # on Cancel (GeneratorExit here) this stops the run's workers and closes the zip
-    except (NothingToDo, OutputError, PdfError) as exc:
-        shutil.rmtree(work, ignore_errors=True)
-        raise pdf_error(str(exc)) from None
+            summary, names, problems = yield from _follow(job, request, progress)
+            finished = True
+        finally:  # Cancel (GeneratorExit here), a crash, the timer: the process is killed before its folder goes
+            job.stop(wait=AFTER_DONE_S if finished else 0)
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)  # cancelled or failed: nothing of it will be downloaded
         raise
     finally:
         shutil.rmtree(work / "unpacked", ignore_errors=True)
+        shutil.rmtree(work / "tmp", ignore_errors=True)
     yield results(summary, names, problems)
     shutil.rmtree(work, ignore_errors=True)  # Gradio has made its own copy of the zip: keep one, not two
+
+
+def _follow(
+    job: Job, request: Request, progress: gr.Progress
+) -> Generator[tuple[object, ...], None, tuple[Summary, dict[Path, str], list[str]]]:
+    """The job's messages as the page's running updates, until its summary; its refusals, its process's end and
+    its time limit as errors that name the file."""
+    deadline = time.monotonic() + settings.MAX_JOB_SECONDS + settings.JOB_GRACE_S
+    names: dict[Path, str] = {}
+    problems: list[str] = []
+    status = ""
+    try:
+        while (left := deadline - time.monotonic()) > 0:
+            message = job.receive(min(HEARTBEAT_S, left))
+            kind = message[0] if message else None
+            if kind is None and status:
+                yield _status(status)
+            elif kind == "reading":
+                _, names, problems = message
+                status = f"Reading {len(names)} PDF{'s' * (len(names) != 1)}…"
+                yield _status(status)
+            elif kind == "page":
+                _, source, page, done, total, kept = message
+                desc = f"Page {done}/{total}, {kept} kept"
+                progress((done, total), desc=desc, unit="pages")
+                status = f"{desc} · {source} p{page or '-'}"
+                yield _status(status)
+            elif kind == "describe":
+                job.answer(_described(message[1]))
+            elif kind == "done":
+                return message[1], names, problems
+            elif kind == "refused":
+                raise pdf_error(message[1])
+            elif kind == "failed":
+                raise _job_error(f"{_file(job, names, request)}: the PDF job failed ({message[1]})")
+    except JobDied as died:
+        raise _job_error(f"{_file(job, names, request)}: the PDF job's process {died.how} on this file") from None
+    limit = settings.MAX_JOB_SECONDS + settings.JOB_GRACE_S
+    raise _job_error(f"{_file(job, names, request)}: the PDF job was stopped after {limit:g} s, a page never ended")
+
+
+def _described(jpegs: list[bytes]) -> tuple[str, object]:
+    """The reply to the process's ``describe``: the texts, or why the model failed (the page's warning says it)."""
+    try:
+        return "described", describe(jpegs)
+    except Exception as exc:  # noqa: BLE001 - as the pipeline takes a captioner's failure: a warning, the run goes on
+        return "failed", " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _file(job: Job, names: dict[Path, str], request: Request) -> str:
+    """The file the job was on, as the visitor knows it (``issues.zip › 1890/gazette.pdf``); the uploads before it
+    had said one."""
+    if job.file is None:
+        return ", ".join(Path(upload).name for upload in request.uploads)
+    return names.get(Path(job.file), Path(job.file).name)
+
+
+def _job_error(message: str) -> gr.Error:
+    """A job that ended without its result: logged (a crash is worth an operator's look), nothing kept."""
+    return gr.Error(
+        f"{message}; nothing of the run was kept. A PDF that crashes MuPDF can be read with the CLI "
+        "(python -m pipeline), which records its bad pages as errors and goes on.",
+        title="Cannot build dataset",
+    )
 
 
 def _status(text: str) -> tuple[object, ...]:

@@ -64,7 +64,8 @@ def app(app_model: Path) -> Iterator[ModuleType]:
     """Import app.py with the tiny model and a 1 MB upload limit, launch it, close it afterwards."""
     saved = {k: os.environ.get(k) for k in ("MODEL_ID", "MODEL_POLICY", "MAX_FILE_SIZE")}
     os.environ.update(MODEL_ID=str(app_model), MODEL_POLICY="per_request", MAX_FILE_SIZE=MAX_FILE_SIZE)
-    sys.modules.pop("app", None)
+    for name in [name for name in sys.modules if name == "app" or name.split(".")[0] == "space"]:
+        sys.modules.pop(name)  # read the settings above afresh (a test module may have imported space.checks)
     module = importlib.import_module("app")
     kwargs = {**module.LAUNCH_KWARGS, "server_name": "127.0.0.1", "server_port": free_port()}
     module.demo.launch(prevent_thread_lock=True, quiet=True, **kwargs)
@@ -92,7 +93,7 @@ def lumpy_app(app: ModuleType, lumpy_model: Path, monkeypatch: pytest.MonkeyPatc
     """The app classifying with :func:`lumpy_model` for one test."""
     import models
 
-    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=str(lumpy_model)))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", models.PerRequestClassifier(model_id=str(lumpy_model)))
     return app
 
 

@@ -91,8 +91,8 @@ def test_classify_one_photo_loads_and_frees_the_model(app: ModuleType, client: C
     assert max(confidences, key=confidences.get) == label["label"]
     assert verdict["label"] == f"{label['label']} ({confidences[label['label']]:.0%})"  # a plain classifier's top
     assert details.startswith(f"### {verdict['label']}")
-    assert f"Model: {Path(app.CLASSIFIER.model_id).name}" in details
-    assert str(Path(app.CLASSIFIER.model_id).parent) not in details, "no server path on the page"
+    assert f"Model: {Path(app.triage.CLASSIFIER.model_id).name}" in details
+    assert str(Path(app.triage.CLASSIFIER.model_id).parent) not in details, "no server path on the page"
     assert models.STATS.loads == loads + 1
     assert models.STATS.offloads == offloads + 1
     gc.collect()
@@ -148,7 +148,7 @@ def test_the_chart_and_the_table_show_one_set_of_numbers(
     """With the committed model (a gate, three triage labels): a noise picture, a cattle-coloured texture and a dot;
     whatever each is answered, the chart's numbers are its table row's, a picture turned away shows no triage and a
     picture refused before the model no number."""
-    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=models.DEFAULT_MODEL_ID))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", models.PerRequestClassifier(model_id=models.DEFAULT_MODEL_ID))
     rng = np.random.default_rng(4)
     hide = tmp_path / "hide.jpg"
     Image.fromarray(np.clip(rng.normal((120, 80, 50), 25, (240, 320, 3)), 0, 255).astype(np.uint8)).save(hide)
@@ -241,7 +241,7 @@ def test_unloadable_model_says_how_to_fix_it(
 ) -> None:
     import models
 
-    monkeypatch.setattr(app, "CLASSIFIER", models.PerRequestClassifier(model_id=str(tmp_path / "missing-model")))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", models.PerRequestClassifier(model_id=str(tmp_path / "missing-model")))
     message = _error(client, handle_file(files["photo"]), api_name="/classify")
     assert "could not be loaded" in message
     assert "MODEL_ID=" in message
@@ -254,7 +254,7 @@ def test_resident_policy_loads_once(
 ) -> None:
     import models
 
-    monkeypatch.setattr(app, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(app_model)))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", models.make_classifier(policy="resident", model_id=str(app_model)))
     loads = models.STATS.loads
     first = client.predict(handle_file(files["photo"]), api_name="/classify")
     second = client.predict(handle_file(files["photo"]), api_name="/classify")
@@ -453,11 +453,13 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
     def progress(value: tuple[int, int], desc: str | None = None, total: int | None = None, unit: str = "") -> None:
         calls.append(value)
 
-    job = app.pdf_to_dataset([str(files["pdf"])], size=256, progress=progress)
-    running = [next(job) for _ in range(3)]
-    zip_path, *_ = next(job)
+    job = app.dataset.pdf_to_dataset([str(files["pdf"])], size=256, progress=progress)
+    running = []  # the statuses until the zip, each once (a page slower than HEARTBEAT_S repeats the last one)
+    while (update := next(job))[0] is None:
+        running += [update[1]] if update[1] not in running else []
+    zip_path = update[0]
     assert calls == [(1, 2), (2, 2)]
-    assert [status for _, status, *_ in running] == [
+    assert running == [
         "Reading 1 PDF…",
         "Page 1/2, 0 kept · gazette.pdf p1",
         "Page 2/2, 0 kept · gazette.pdf p2",
@@ -469,19 +471,19 @@ def test_progress_advances_page_by_page(app: ModuleType, files: dict[str, Path])
 
 
 def test_the_result_zip_is_stored_once(app: ModuleType, client: Client, files: dict[str, Path]) -> None:
-    before = set(app._WORK_ROOT.iterdir())
+    before = set(app.disk.WORK_ROOT.iterdir())
     zip_path, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
     assert zipfile.is_zipfile(zip_path)
     deadline = time.monotonic() + 5
-    while set(app._WORK_ROOT.iterdir()) - before and time.monotonic() < deadline:
+    while set(app.disk.WORK_ROOT.iterdir()) - before and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not set(app._WORK_ROOT.iterdir()) - before, "the job's folder is removed once the result is served"
+    assert not set(app.disk.WORK_ROOT.iterdir()) - before, "the job's folder is removed once the result is served"
 
 
 def test_too_many_pages_are_refused_at_once(
     app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app, "MAX_PAGES", 1)
+    monkeypatch.setattr(app.settings, "MAX_PAGES", 1)
     message = _error(client, [handle_file(files["pdf"])], api_name="/pdf_to_dataset")
     assert "2 pages in all, more than the limit of 1 pages per run" in message
 
@@ -489,7 +491,7 @@ def test_too_many_pages_are_refused_at_once(
 def test_a_job_over_its_time_budget_returns_what_it_did(
     app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app, "MAX_JOB_SECONDS", 0)
+    monkeypatch.setattr(app.settings, "MAX_JOB_SECONDS", 0)
     zip_path, summary, *_ = client.predict([handle_file(files["pdf"])], api_name="/pdf_to_dataset")
     assert "Incomplete: stopped after the time budget of 0 s, 1 of 2 pages done." in summary
     assert [row["page"] for row in _manifest(zip_path)] == ["1"]
@@ -498,7 +500,7 @@ def test_a_job_over_its_time_budget_returns_what_it_did(
 def test_a_full_disk_refuses_new_jobs(
     app: ModuleType, client: Client, files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(app, "MIN_FREE_DISK_MB", 2**40)
+    monkeypatch.setattr(app.settings, "MIN_FREE_DISK_MB", 2**40)
     assert "disk is nearly full" in _error(client, [handle_file(files["pdf"])], api_name="/pdf_to_dataset")
 
 
@@ -570,11 +572,11 @@ def test_the_pages_review_keeps_its_edits_and_says_when_the_zip_is_gone(
     import gradio as gr
 
     dataset = Path(shutil.copy(two_plates[0], tmp_path / "plates_dataset.zip"))
-    review, _, where, gallery, rows, _, folder = app.review_open(str(dataset), 768)
+    review, _, where, gallery, rows, _, folder = app.review.review_open(str(dataset), 768)
     assert where.startswith("Page 1 of 1: images 1–2 of 2") and len(gallery) == 2
     assert folder == "/data/plates_dataset_reviewed"
     rows[0][2], rows[1][1] = "a new caption", False
-    _, reviewed, note, where, _ = app.review_download(review, rows, 1, True, "")
+    _, reviewed, note, where, _ = app.review.review_download(review, rows, 1, True, "")
     assert note == "**plates_dataset_reviewed.zip**: 1 image (1 caption edited, 1 image left out), with kohya's " \
         "dataset_config.toml."  # fmt: skip
     assert where.endswith("1 caption edited, 1 image unticked so far")
@@ -582,7 +584,11 @@ def test_the_pages_review_keeps_its_edits_and_says_when_the_zip_is_gone(
     with zipfile.ZipFile(reviewed) as archive:
         assert tomllib.loads(archive.read("dataset_config.toml").decode())["general"]["resolution"] == 768
     dataset.unlink()
-    for event in (lambda: app.review_turn(review, rows, 1, 1), lambda: app.review_download(review, rows, 1, False, "")):
+    turn, make = (
+        (lambda: app.review.review_turn(review, rows, 1, 1)),
+        (lambda: app.review.review_download(review, rows, 1, False, "")),
+    )
+    for event in (turn, make):
         with pytest.raises(gr.Error) as info:
             event()
         assert info.value.message == (
@@ -591,7 +597,7 @@ def test_the_pages_review_keeps_its_edits_and_says_when_the_zip_is_gone(
         )
     rows[0][2] = "  "
     with pytest.raises(gr.Error) as info:
-        app.review_turn(review, rows, 1, 0)
+        app.review.review_turn(review, rows, 1, 0)
     assert info.value.message.startswith("The caption of #1 plates_p0001_r1.jpg is empty: write one, or untick")
 
 
@@ -704,8 +710,8 @@ def test_a_job_removes_work_folders_left_for_over_an_hour(
 ) -> None:
     """A job that ended abnormally leaves its folder; the next job removes it once it is older than
     ``WORK_MAX_AGE_S``, and leaves a younger one (a job still running) alone."""
-    old, young = app._WORK_ROOT / "abandoned", app._WORK_ROOT / "running"
-    for folder, age in ((old, app.WORK_MAX_AGE_S + 60), (young, app.WORK_MAX_AGE_S - 60)):
+    old, young = app.disk.WORK_ROOT / "abandoned", app.disk.WORK_ROOT / "running"
+    for folder, age in ((old, app.settings.WORK_MAX_AGE_S + 60), (young, app.settings.WORK_MAX_AGE_S - 60)):
         (folder / "unpacked").mkdir(parents=True)
         os.utime(folder, (time.time() - age, time.time() - age))
     try:
@@ -744,9 +750,15 @@ def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]]
         patch.setenv("MODEL_POLICY", "resident")
         patch.setenv("MODEL_ID", str(app_model))
         loads = models.STATS.loads
-        spec = importlib.util.spec_from_file_location("fresh_app", ROOT / "app.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        launched = {name: sys.modules.pop(name) for name in list(sys.modules) if name.split(".")[0] == "space"}
+        try:  # space/ afresh too, for this app alone: the launched app keeps its own modules
+            spec = importlib.util.spec_from_file_location("fresh_app", ROOT / "app.py")
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        finally:
+            for name in [name for name in sys.modules if name.split(".")[0] == "space"]:
+                sys.modules.pop(name)
+            sys.modules.update(launched)
     return module, requests, models.STATS.loads - loads
 
 
@@ -758,8 +770,9 @@ def test_only_the_classify_handlers_ask_for_a_gpu_for_gpu_duration(
     module, requests, _ = fresh_app
     assert requests == {"classify": {"duration": 7}, "classify_json": {"duration": 7}, "describe": {"duration": 30}}
     handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
-    assert handlers["classify"] is module.classify and handlers["classify_json"] is module.classify_json
-    assert handlers["pdf_to_dataset"] is module.pdf_to_dataset
+    triage = module.triage
+    assert handlers["classify"] is triage.classify and handlers["classify_json"] is triage.classify_json
+    assert handlers["pdf_to_dataset"] is module.dataset.pdf_to_dataset
 
 
 def test_the_resident_policy_loads_the_model_at_import(
@@ -767,8 +780,8 @@ def test_the_resident_policy_loads_the_model_at_import(
 ) -> None:
     module, _, loads = fresh_app
     assert loads == 1
-    assert module.CLASSIFIER.policy == "resident"
-    assert module.CLASSIFIER.load_error is None
+    assert module.triage.CLASSIFIER.policy == "resident"
+    assert module.triage.CLASSIFIER.load_error is None
 
 
 def test_the_owners_captioning_model_describes_each_written_image(
@@ -781,7 +794,7 @@ def test_the_owners_captioning_model_describes_each_written_image(
     from models import captioner
 
     tiny = save_tiny_captioner(tmp_path / "tiny-captioner")
-    monkeypatch.setattr(app, "CAPTIONER", str(tiny))
+    monkeypatch.setattr(app.settings, "CAPTIONER", str(tiny))
     loads = captioner.STATS.loads
     pdf = [handle_file(files["pdf"])]
     zip_path, *_ = client.predict(pdf, "40", 256, "sigma", "square", api_name="/pdf_to_dataset")

@@ -257,11 +257,11 @@ def test_cancel_stops_the_run(browser: Browser, app: ModuleType, pdfs: dict[str,
     page = _open(browser, app, LAPTOP, "PDF → dataset")
     _file_input(page, "pdfs").set_input_files(pdfs["long"])
     _wait_for_upload(page, "pdfs", "annual.pdf")
-    before = set(app._WORK_ROOT.iterdir())
+    before = set(app.disk.WORK_ROOT.iterdir())
     page.locator("#build-btn").click()
     summary = page.locator("#summary textarea")
     expect(summary).to_have_value(_matches(r"^Page \d+/200"), timeout=RUN_TIMEOUT_MS)
-    running = set(app._WORK_ROOT.iterdir()) - before
+    running = set(app.disk.WORK_ROOT.iterdir()) - before
     assert len(running) == 1, "the run works in its own folder"
     page.locator("#cancel-btn").click()
     expect(summary).to_have_value(_matches("^Cancelled"), timeout=10_000)

@@ -27,7 +27,7 @@ def fixed_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _classify(page: Page, app: ModuleType, model: Path, photo: Path) -> None:
-    app.CLASSIFIER = models.PerRequestClassifier(model_id=str(model))
+    app.triage.CLASSIFIER = models.PerRequestClassifier(model_id=str(model))
     _file_input(page, "photo").set_input_files(photo)
     expect(page.locator("#photo-preview img")).to_be_visible(timeout=30_000)
     page.locator("#classify-btn").click()
@@ -52,8 +52,8 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(app, "CLASSIFIER", app.CLASSIFIER)  # restored after the test
-    monkeypatch.setattr(app, "CONTACTS", contacts.load(write_contacts(tmp_path)))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", app.triage.CLASSIFIER)  # restored after the test
+    monkeypatch.setattr(app.triage, "CONTACTS", contacts.load(write_contacts(tmp_path)))
     context = browser.new_context(viewport=PHONE, is_mobile=True, locale="hi-IN", accept_downloads=True)
     page = context.new_page()
     page.goto(app.demo.local_url)

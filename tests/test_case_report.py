@@ -113,11 +113,12 @@ def test_the_model_version_names_its_weights(app_model: Path) -> None:
 
 
 def test_the_page_offers_the_report_in_its_language(lumpy_app: ModuleType, files: dict[str, Path]) -> None:
-    headline, _, _, button, box, state = lumpy_app.show_case(str(files["photo"]), [str(files["photo2"])], "hi", None)
+    photos = [str(files["photo"]), [str(files["photo2"])]]
+    headline, _, _, button, box, state = lumpy_app.triage.show_case(*photos, "hi", None)
     assert headline.startswith("लम्पी स्किन रोग")
     assert button.endswith("-hi.pdf") and box.visible
     assert "नतीजा" in _read(Path(button))[1]
-    english = lumpy_app._reword("en", None, state)  # the language switch: the same case, no model
+    english = lumpy_app.triage.reword("en", None, state)  # the language switch: the same case, no model
     assert english[0].startswith("Likely lumpy skin disease") and english[3].endswith("-en.pdf")
     assert "Likely lumpy skin disease" in _read(Path(english[3]))[1]
 

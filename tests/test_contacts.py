@@ -100,14 +100,14 @@ def test_a_notifiable_verdict_shows_whom_to_call(
     lumpy_app: ModuleType, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = Client(lumpy_app.demo.local_url, verbose=False)
-    monkeypatch.setattr(lumpy_app, "CONTACTS", contacts.load(write_contacts(tmp_path)))
+    monkeypatch.setattr(lumpy_app.triage, "CONTACTS", contacts.load(write_contacts(tmp_path)))
     verdict, _, details = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert verdict["label"].startswith("Likely lumpy skin disease")
     assert "**Who to call**" in details and "[+00 0000 0001](tel:+0000000001)" in details
-    _, _, details, *_ = lumpy_app.show_case(str(files["photo"]), None, "hi", "Testland South")
+    _, _, details, *_ = lumpy_app.triage.show_case(str(files["photo"]), None, "hi", "Testland South")
     assert "+00 0000 0002" in details and "0001" not in details, "the page shows the region picked"
 
-    monkeypatch.setattr(lumpy_app, "CONTACTS", {})
+    monkeypatch.setattr(lumpy_app.triage, "CONTACTS", {})
     _, _, details = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert GENERIC in details and "tel:" not in details
 
@@ -116,7 +116,7 @@ def test_no_contacts_without_a_notifiable_verdict(
     app: ModuleType, files: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The tiny model's made-up labels are no notifiable disease."""
-    monkeypatch.setattr(app, "CONTACTS", contacts.load(write_contacts(tmp_path)))
+    monkeypatch.setattr(app.triage, "CONTACTS", contacts.load(write_contacts(tmp_path)))
     client = Client(app.demo.local_url, verbose=False)
     _, _, details = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert "Who to call" not in details and "0000" not in details

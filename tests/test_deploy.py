@@ -166,8 +166,8 @@ def test_the_space_gets_what_it_runs_on(clone, upload):
     model = "models/cattle-triage"
     for needed in ["model.safetensors", "config.json", "preprocessor_config.json"]:
         assert f"{model}/{needed}" in files, needed
-    tracked = [p for p in _git("ls-files", "pipeline", "models", cwd=clone).splitlines() if p]
-    assert tracked and not [p for p in tracked if p not in files], "every tracked file of pipeline/ and models/"
+    tracked = [p for p in _git("ls-files", "pipeline", "models", "space", cwd=clone).splitlines() if p]
+    assert tracked and not [p for p in tracked if p not in files], "every tracked file of pipeline/, models/, space/"
 
 
 def test_local_junk_and_git_stay_home(clone, upload):

@@ -133,13 +133,13 @@ def test_the_pages_errors_are_in_the_visitors_language(app: ModuleType, tmp_path
     import gradio as gr
 
     with pytest.raises(gr.Error) as info:
-        app.show_case(None, None, "hi", None)
+        app.triage.show_case(None, None, "hi", None)
     assert info.value.message.startswith("कोई फ़ोटो नहीं") and info.value.title == "जाँच नहीं हो सकी"
     fake = tmp_path / "fake.jpg"
     fake.write_text("this is a text file, not a photo")
     with pytest.raises(gr.Error) as info:
-        app.show_case(str(fake), None, "hi", None)
+        app.triage.show_case(str(fake), None, "hi", None)
     assert info.value.message.startswith("fake.jpg फ़ोटो के रूप में नहीं खुल रही"), info.value.message
     with pytest.raises(gr.Error) as info:
-        app.show_case(str(fake), None, "en", None)
+        app.triage.show_case(str(fake), None, "en", None)
     assert info.value.message == "fake.jpg is not an image that can be read (expected a JPEG, PNG, WebP or HEIC photo)."

@@ -327,7 +327,7 @@ def test_the_built_in_model_on_a_phone(
     import models
 
     monkeypatch.setattr(
-        app, "CLASSIFIER", models.make_classifier(policy="per_request", model_id=models.DEFAULT_MODEL_ID)
+        app.triage, "CLASSIFIER", models.make_classifier(policy="per_request", model_id=models.DEFAULT_MODEL_ID)
     )
     page = _open(browser, app, PHONE)
     _file_input(page, "photo").set_input_files(files["photo"])

@@ -148,6 +148,15 @@ def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
     assert captions(tmp_path / "out") == ["monochrome line art"] * 2
 
 
+def tesseract_answering(folder: Path, option: str, answer: str) -> Path:
+    """A Tesseract in ``folder`` that runs the shell command ``answer`` when called with ``option`` alone, and is the
+    real one otherwise: a user's install as the CLI sees it, without building one."""
+    program = folder / "tesseract"
+    program.write_text(f'#!/bin/sh\n[ "$1" = {option} ] && {{ {answer}; exit 0; }}\nexec {TESSERACT} "$@"\n')
+    program.chmod(0o755)
+    return program
+
+
 @needs_tesseract
 def test_default_packs_not_installed_are_said_once_and_the_installed_ones_read(tmp_path: Path) -> None:
     """A new user's Tesseract with three of the default set's five packs: every caption kept its words only
@@ -155,9 +164,7 @@ def test_default_packs_not_installed_are_said_once_and_the_installed_ones_read(t
     ``--ocr-lang`` is still read whole or not at all."""
     listing = tmp_path / "langs.txt"
     listing.write_text('List of available languages in "/x/" (4):\neng\nfra\ndeu\nosd\n')
-    three = tmp_path / "tesseract"
-    three.write_text(f'#!/bin/sh\n[ "$1" = --list-langs ] && {{ cat "{listing}"; exit 0; }}\nexec {TESSERACT} "$@"\n')
-    three.chmod(0o755)
+    three = tesseract_answering(tmp_path, "--list-langs", f'cat "{listing}"')
     pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
     done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tesseract=str(three))
     assert done.returncode == 0, done.stderr
@@ -173,9 +180,7 @@ def test_default_packs_not_installed_are_said_once_and_the_installed_ones_read(t
 def test_a_tesseract_version_pytesseract_refuses_is_said_once_and_the_run_goes_on(tmp_path: Path) -> None:
     """pytesseract exits (``SystemExit``) on a Tesseract older than 3.05: the run must not end at its first page
     without a text layer. It did, with two workers: the CLI stopped with exit code 1 mid-run."""
-    old = tmp_path / "tesseract"
-    old.write_text(f'#!/bin/sh\n[ "$1" = --version ] && {{ echo "tesseract 3.02"; exit 0; }}\nexec {TESSERACT} "$@"\n')
-    old.chmod(0o755)
+    old = tesseract_answering(tmp_path, "--version", 'echo "tesseract 3.02"')
     pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(3)]
     done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tesseract=str(old))
     assert done.returncode == 0, done.stderr

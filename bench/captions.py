@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from docs import markdown_table, write_section  # noqa: E402
-from pipeline import ocr, words  # noqa: E402
+from pipeline import ocr, tesseract, words  # noqa: E402
 from pipeline.execution import Execution  # noqa: E402
 from pipeline.layout import FolderLayout  # noqa: E402
 from pipeline.options import Options  # noqa: E402
@@ -125,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--also-lang", action="append", default=[], metavar="LANGS", help="another OCR run in LANGS")
     parser.add_argument("--doc", type=Path, help="write the tables into this Markdown file (between markers)")
     args = parser.parse_args(argv)
-    if ocr.unavailable(Options().ocr_lang):
-        print(f"error: {ocr.unavailable(Options().ocr_lang)}", file=sys.stderr)
+    if tesseract.unavailable(Options().ocr_lang):
+        print(f"error: {tesseract.unavailable(Options().ocr_lang)}", file=sys.stderr)
         return 1
     sources = {path.name: path for path in find_pdfs(args.inputs)}
     runs = [

@@ -6,10 +6,10 @@ their pages (a library's OCR, itself noisy): there the words Tesseract reads fro
 against it. ``python bench/ocr_packs.py DATA/pdfs --langs eng+rus+fra+deu+frk eng frk`` takes two strips (each 6 %
 of the page's height, full width, at 25 % and 60 % down) of every page whose text layer has at least
 ``--min-words`` words, draws them from the scan at the pipeline's OCR resolution, reads them the pipeline's way
-(``pipeline.ocr``: one thread, words under 60 % confidence and boxes too narrow for their letters dropped) with
-each language argument, and prints per argument: precision (the share of Tesseract's words that the text layer
-has in the strip), recall (the share of the layer's words Tesseract found), words and seconds per strip. Words are
-compared lower case, letters and digits only, at least two characters, numbers left out.
+(``pipeline.ocr``: the process's engine, one thread, words under 60 % confidence and boxes too narrow for their
+letters dropped) with each language argument, and prints per argument: precision (the share of Tesseract's words
+that the text layer has in the strip), recall (the share of the layer's words Tesseract found), words and seconds
+per strip. Words are compared lower case, letters and digits only, at least two characters, numbers left out.
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ import numpy as np
 import pymupdf
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from pipeline.ocr import MAX_PIXELS, OCR_DPI, _tesseract
+from pipeline import tesseract
+from pipeline.ocr import MAX_PIXELS, OCR_DPI, confident
 from pipeline.render import render
 from pipeline.scan import find_scan
 
@@ -80,7 +81,7 @@ def main() -> None:
         seconds = 0.0
         for pixels, reference in found:
             start = time.perf_counter()
-            words, _ = _tesseract(pixels, lang)
+            words = [word.text for word in confident(tesseract.engine(lang).read(pixels))]
             seconds += time.perf_counter() - start
             mine = tokens(words)
             matched += sum((collections.Counter(mine) & collections.Counter(reference)).values())

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import replace
 from typing import TypeVar
 
 from pipeline.options import Options
@@ -25,6 +26,9 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 CRASHED = "the worker process crashed on this range of pages (MuPDF failure)"
+OCR_CRASHED = (
+    "the worker crashed on these pages with OCR on; processed again without it (no words read from the pixels)"
+)
 
 
 def process_task(task: Task, options: Options, gc_every: int = 1) -> list[PageResult]:
@@ -40,18 +44,19 @@ class Distributor:
     Use as a context manager; ``map`` spreads small jobs (page counts), ``run`` streams the page tasks.
     """
 
-    def __init__(self, workers: int, tasks_per_worker: int = 50) -> None:
+    def __init__(self, workers: int, tasks_per_worker: int = 50, ocr_lang: str | None = None) -> None:
         self.workers = workers
         self._tasks_per_pool = tasks_per_worker * workers
         self._submitted = 0
-        # forkserver without preload: workers start clean (nothing inherited from this process) and no
-        # preloaded server sits in memory beside them.
+        self._ocr_lang = ocr_lang
+        # forkserver: workers start clean (nothing inherited from this process); the server preloads only the
+        # OCR engine of a run that reads words (``ocr_lang``), shared by the workers it forks (pipeline.preload).
         self._context = multiprocessing.get_context("forkserver")
         self._pool: ProcessPoolExecutor | None = None
 
     def __enter__(self) -> Distributor:
         if self.workers > 1:
-            _start_forkserver()
+            _start_forkserver(self._ocr_lang)
             self._pool = self._new_pool()
         return self
 
@@ -94,16 +99,28 @@ class Distributor:
                 pending.clear()
                 self._restart()
                 for suspect in suspects:
-                    try:
-                        outcome = self._pool.submit(process_task, suspect, options, gc_every).result()
-                    except BrokenProcessPool:
-                        outcome = crashed(suspect, CRASHED)
-                        self._restart()
-                    yield suspect, outcome
+                    yield suspect, self._alone(suspect, options, gc_every)
                 self._refill(pending, queue, options, gc_every)
                 continue
             self._refill(pending, queue, options, gc_every)
             yield task, results
+
+    def _alone(self, task: Task, options: Options, gc_every: int) -> list[PageResult]:
+        """A suspect task run alone on a fresh pool; when it breaks that one too and it reads words with OCR (a
+        crash inside Tesseract, in the worker's own process since it is kept loaded), once more without OCR: the
+        pages lose their OCR words, not their pictures. Error rows when it breaks the pool every time."""
+        tries = [options, replace(options, ocr=False)] if options.ocr else [options]
+        for attempt in tries:
+            try:
+                results = self._pool.submit(process_task, task, attempt, gc_every).result()
+            except BrokenProcessPool:
+                self._restart()
+                continue
+            if attempt is not options:
+                for result in results:
+                    result.record.warning = "; ".join(filter(None, (OCR_CRASHED, result.record.warning)))
+            return results
+        return crashed(task, CRASHED)
 
     def _new_pool(self) -> ProcessPoolExecutor:
         # Recycling is done by restarting the pool (``_recycle``), not with ``max_tasks_per_child``: on
@@ -166,17 +183,24 @@ RSS 398-399 → 369-375 MB, PSS 272-294 → 253-271 MB, the same speed (the thre
 more system time per page, a page fault per 4 kB)."""
 
 
-def _start_forkserver() -> None:
+def _start_forkserver(ocr_lang: str | None = None) -> None:
     """Start the forkserver (if this process has none yet) with :data:`WORKER_TUNABLES` in its environment: glibc
     reads them only when a program starts, and the workers are forked from the server. The run's own process is not
-    affected; a user's ``GLIBC_TUNABLES`` come after ours, so theirs win."""
+    affected; a user's ``GLIBC_TUNABLES`` come after ours, so theirs win. ``ocr_lang``: the server starts Tesseract
+    with these packs before it forks (:mod:`pipeline.preload`); a server already running keeps what it has."""
     import multiprocessing.forkserver
+
+    from pipeline.preload import LANG_VARIABLE
 
     saved = os.environ.get("GLIBC_TUNABLES")
     os.environ["GLIBC_TUNABLES"] = ":".join(filter(None, (WORKER_TUNABLES, saved)))
+    if ocr_lang:
+        os.environ[LANG_VARIABLE] = ocr_lang
+        multiprocessing.forkserver.set_forkserver_preload(["pipeline.preload"])
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
+        os.environ.pop(LANG_VARIABLE, None)
         if saved is None:
             del os.environ["GLIBC_TUNABLES"]
         else:

@@ -53,12 +53,13 @@ class Engine(Protocol):
         workers clean up every ``gc_every`` pages."""
 
 
-def make_engine(name: str, workers: int, ray_address: str | None = None) -> Engine:
-    """The engine called ``name``; ``workers`` sizes the local engine and a Ray started for the run."""
+def make_engine(name: str, workers: int, ray_address: str | None = None, ocr_lang: str | None = None) -> Engine:
+    """The engine called ``name``; ``workers`` sizes the local engine and a Ray started for the run; ``ocr_lang``:
+    the packs the run's OCR reads with (the local engine's workers fork with Tesseract loaded)."""
     if name == "local":
         if ray_address is not None:
             raise ValueError("--ray-address needs --engine ray")
-        return Distributor(workers)
+        return Distributor(workers, ocr_lang=ocr_lang)
     if name == "ray":
         return RayEngine(workers, ray_address)
     raise ValueError(f"unknown engine {name!r}: choose one of {', '.join(ENGINES)}")

@@ -78,6 +78,9 @@ class Execution:
         if isinstance(self.engine, str) and self.engine not in ENGINES:
             raise ValueError(f"unknown engine {self.engine!r}: choose one of {', '.join(ENGINES)}")
 
-    def make_engine(self) -> Engine:
-        """The engine this run's page ranges go to (the caller's own, when it gave one)."""
-        return make_engine(self.engine, self.workers, self.ray_address) if isinstance(self.engine, str) else self.engine
+    def make_engine(self, ocr_lang: str | None = None) -> Engine:
+        """The engine this run's page ranges go to (the caller's own, when it gave one); ``ocr_lang``: the packs
+        its OCR reads with, loaded once before the workers fork."""
+        if isinstance(self.engine, str):
+            return make_engine(self.engine, self.workers, self.ray_address, ocr_lang)
+        return self.engine

@@ -5,35 +5,30 @@ without them ``{words}`` is empty and a caption says nothing of what the picture
 has no words in the band around a picture (:data:`pipeline.words.MARGIN_MM` above and below it, and the
 picture itself: a cartoon's labels, a plate's legend inside its frame), that band is rendered at
 :data:`OCR_DPI` from the page (from its scan; a coarser scan is interpolated up, as Tesseract reads small type
-better so and misreads hatching less) and read by Debian's ``tesseract-ocr`` through pytesseract. Words
-Tesseract is unsure of, and boxes too narrow for their letters (hatching read as ``WW``), are dropped, the
+better so and misreads hatching less) and read by the process's Tesseract engine (:mod:`pipeline.tesseract`).
+Words Tesseract is unsure of, and boxes too narrow for their letters (hatching read as ``WW``), are dropped, the
 rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 
-Tesseract runs as a subprocess per band (one thread each: the run's parallelism is its worker processes), so a
-crash costs one page's words, never the worker. pytesseract hands it the band and reads its answer through
-temporary files: they go to a run folder of the worker's own (:func:`pipeline.fetch.make_run_folder`), removed
-when the worker exits, and swept by the next run's workers after a ``kill -9``. Without Tesseract the run goes on
-without OCR; without some packs of the default set it reads with the others (a set named with ``--ocr-lang`` is
-read whole or not at all): :func:`ocr_note` says so once, in the main process; workers find the same and read
-with what is there, or nothing.
+Only the words a caption uses are read: the band's parts (above the picture, the picture, below it) one after
+another, each in strips, until the caption's :data:`pipeline.words.MAX_WORDS` are found; a page without picture
+boxes from its first lines down, rendered a strip at a time. The default packs are narrowed on each page to those
+that read its first words (:func:`_narrowed`): five packs read a band about four times slower than one. Without
+Tesseract's packs the run goes on without OCR; without some of the default set it reads with the others (a set
+named with ``--ocr-lang`` is read whole or not at all): :func:`ocr_note` says so once, in the main process;
+workers find the same and read with what is there, or nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
-import subprocess
-import tempfile
 import unicodedata
+from collections import Counter
 from collections.abc import Iterator, Sequence
-from functools import cache
-from multiprocessing.util import Finalize
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import pipeline.words
+from pipeline import tesseract
 from pipeline.judges import Box
 from pipeline.names import one_line
 from pipeline.words import MARGIN_MM, clean_words
@@ -59,18 +54,24 @@ GAP_MM = 10.0
 """White set between a picture and the strips above and below it before Tesseract reads them (:func:`_apart`)."""
 MAX_PIXELS = 16_000_000
 """Largest band Tesseract is given: a whole newspaper page at 300 dpi is ~30 MP, and minutes of work."""
-STRIP_PIXELS = 1_000_000
-"""A whole page (no picture boxes) is read top down in strips of about this many pixels, until a caption's
-:data:`pipeline.words.MAX_WORDS` are found: a strip of dense type takes Tesseract seconds, a whole page minutes."""
-COMMAND = os.environ.get("TESSERACT_CMD") or "tesseract"
-"""The Tesseract program: a name on ``PATH`` or a path, ``$TESSERACT_CMD`` where set (Windows installs it off
-the ``PATH``)."""
+STRIP_PIXELS = 400_000
+"""A part is read top down in strips of about this many pixels until a caption's :data:`pipeline.words.MAX_WORDS`
+are found: a strip of dense type (~60 words) takes Tesseract a third of a second, a whole newspaper page minutes;
+the engine stays loaded, so a strip more costs its pixels only."""
+MIN_STRIP_ROWS = 150
+"""A strip is at least this tall (3-4 lines of body type at 300 dpi), however wide the part."""
+NARROW_AFTER = 20
+"""Confident words a page's first strips must give before its packs are narrowed (:func:`_narrowed`)."""
+PACK_SHARE = 0.2
+"""A default pack stays for the rest of the page when it read at least this share of its first confident words:
+on an English page the other packs read 4-15 % each (names, short words), on a German book in Fraktur
+``frk`` and ``deu`` share them."""
 LANG_FORMAT = re.compile(r"[A-Za-z0-9_/-]+(\+[A-Za-z0-9_/-]+)*")
 """Tesseract's language argument: pack names joined by ``+`` (``eng+deu``, ``script/Fraktur``)."""
 
 
 class OcrFailed(Exception):
-    """Tesseract ran but failed on this band; the page keeps no OCR words, and says why in its warning."""
+    """Tesseract failed on this band; the page keeps no OCR words, and says why in its warning."""
 
 
 def ocr_note(template: CaptionTemplate, ocr: bool, lang: str) -> str:
@@ -93,81 +94,14 @@ def reading_lang(lang: str) -> tuple[str | None, str]:
     when it is). The default set is read with those of its packs that are installed: a user with English, French
     and German installed gets their words, not an OCR turned off for a missing Cyrillic pack. A set asked for with
     ``--ocr-lang`` is read whole or not at all: a page read without a pack the user named would be read wrong."""
-    why = unavailable(lang)
+    why = tesseract.unavailable(lang)
     if not why:
         return lang, ""
     if lang == DEFAULT_LANG:
-        kept = "+".join(name for name in lang.split("+") if name in _packs(COMMAND))
-        if kept and not unavailable(kept):
+        kept = "+".join(name for name in lang.split("+") if name in tesseract.packs())
+        if kept and not tesseract.unavailable(kept):
             return kept, why
     return None, why
-
-
-def unavailable(lang: str) -> str:
-    """Why Tesseract cannot read ``lang`` here (empty when it can)."""
-    return _unavailable(COMMAND, lang)
-
-
-@cache
-def _unavailable(command: str, lang: str) -> str:
-    """:func:`unavailable` for one program and language argument, asked once per process."""
-    try:
-        import pytesseract  # noqa: F401 - only whether it is there
-    except ImportError:
-        return "pytesseract is not installed (pip install pytesseract)"
-    program = shutil.which(command)
-    if program is None:
-        return (
-            f"Tesseract is not installed ({command!r} not found; apt-get install tesseract-ocr, brew install tesseract)"
-        )
-    try:
-        have = _listed(program)
-    except (OSError, subprocess.SubprocessError) as exc:
-        return f"Tesseract does not run ({type(exc).__name__}: {exc})"
-    version = _unusable_version(program)
-    if version:
-        return version
-    missing = [name for name in lang.split("+") if name not in have]
-    if missing:
-        packs = " ".join(f"tesseract-ocr-{name.lower()}" for name in missing if "/" not in name)
-        return (
-            f"Tesseract has no language pack for {'+'.join(missing)} (apt-get install {packs or 'the script packs'}; "
-            f"installed: {'+'.join(sorted(have - {'osd'})) or 'none'}; --ocr-lang chooses)"
-        )
-    return ""
-
-
-@cache
-def _packs(command: str) -> frozenset[str]:
-    """The language packs ``command`` has (none when it is not there or does not run)."""
-    program = shutil.which(command)
-    try:
-        return _listed(program) if program is not None else frozenset()
-    except (OSError, subprocess.SubprocessError):
-        return frozenset()
-
-
-def _listed(program: str) -> frozenset[str]:
-    """The packs ``tesseract --list-langs`` names (its first line is a heading)."""
-    listed = subprocess.run([program, "--list-langs"], capture_output=True, text=True, timeout=60, check=True)
-    return frozenset(line.strip() for line in listed.stdout.splitlines()[1:] if line.strip())
-
-
-def _unusable_version(program: str) -> str:
-    """Why pytesseract refuses ``program``'s version (empty when it takes it). pytesseract asks Tesseract's version
-    before every read and raises ``SystemExit`` on one older than 3.05 or one it cannot parse: found only in a
-    worker, that would end the whole run at its first page without a text layer."""
-    import pytesseract
-
-    saved, pytesseract.pytesseract.tesseract_cmd = pytesseract.pytesseract.tesseract_cmd, program
-    try:
-        pytesseract.get_tesseract_version()
-    except (SystemExit, pytesseract.TesseractNotFoundError, OSError, subprocess.SubprocessError) as exc:
-        reason = one_line(f"{type(exc).__name__}: {exc}")
-        return f"pytesseract cannot use this Tesseract ({reason}; it needs 3.05 or newer)"
-    finally:
-        pytesseract.pytesseract.tesseract_cmd = saved
-    return ""
 
 
 def bands(page: pymupdf.Page, boxes: Sequence[Box] = ()) -> list[Box]:
@@ -199,56 +133,95 @@ def read_words(
     lang: str = DEFAULT_LANG,
     scan: Scan | None = None,
     scale: float = 1.0,
+    narrow: bool = False,
 ) -> str:
-    """The words Tesseract reads in :func:`bands` of ``page``, cleaned for a caption (``""`` when none).
+    """The words Tesseract reads in :func:`bands` of ``page``, cleaned for a caption (``""`` when none), read only
+    until the caption is full.
 
     ``scale`` is the page's real size over its declared one (:mod:`pipeline.scale`): a page declared too small
-    is rendered larger so its type reaches :data:`OCR_DPI`. Raises :class:`OcrFailed` when Tesseract fails."""
+    is rendered larger so its type reaches :data:`OCR_DPI`. ``narrow``: ``lang`` may be narrowed to the packs
+    that read the page's first words (the default set; a set the user named is read whole). Raises
+    :class:`OcrFailed` when Tesseract fails."""
+    reading = _Reading(lang, narrow)
+    for strip in _page_strips(page, boxes, scan, scale):
+        reading.read(strip)
+        cleaned = clean_words(reading.words, reading.line_ends)
+        if len(cleaned.split()) >= pipeline.words.MAX_WORDS:  # a caption holds no more: the rest of the page
+            return cleaned  # (later strips, later bands) would be read for nothing
+    return clean_words(reading.words, reading.line_ends)
+
+
+@dataclass
+class _Reading:
+    """A page's words so far, and the packs its next strips are read with."""
+
+    lang: str
+    narrow: bool
+    words: list[str] = field(default_factory=list)
+    line_ends: set[int] = field(default_factory=set)
+    read_by: Counter[str] = field(default_factory=Counter)
+
+    def read(self, pixels: np.ndarray) -> None:
+        try:
+            found = tesseract.engine(self.lang).read(pixels)
+        except tesseract.EngineFailed as exc:
+            raise OcrFailed("OCR failed: " + one_line(str(exc))) from None
+        kept = confident(found)
+        self.line_ends.update(len(self.words) + i for i, word in enumerate(kept) if word.line_end)
+        self.words.extend(word.text for word in kept)
+        if self.narrow:
+            self.read_by.update(word.lang for word in kept)
+            if self.read_by.total() >= NARROW_AFTER:
+                self.lang, self.narrow = _narrowed(self.read_by, self.lang), False
+
+
+def confident(found: Sequence[tesseract.Word]) -> list[tesseract.Word]:
+    """The words a caption may take: confident, in boxes wide enough for their letters, NFKC-normalised
+    (``ſ`` → ``s``, ``ﬁ`` → ``fi``); a line's end stays marked on its last kept word."""
+    kept: list[tesseract.Word] = []
+    for word in found:
+        text = word.text.strip()
+        if text and word.confidence >= MIN_CONFIDENCE and word.width >= MIN_ASPECT * word.height * len(text):
+            kept.append(tesseract.Word(unicodedata.normalize("NFKC", text), word.confidence, word.width,
+                                       word.height, word.line_end, word.lang))  # fmt: skip
+        elif word.line_end and kept and not kept[-1].line_end:
+            last = kept[-1]
+            kept[-1] = tesseract.Word(last.text, last.confidence, last.width, last.height, True, last.lang)
+    return kept
+
+
+def _narrowed(read_by: Counter[str], lang: str) -> str:
+    """The packs of ``lang`` that read at least :data:`PACK_SHARE` of the page's first words, the most used first
+    (Tesseract tries its main pack first, the others on words it is unsure of)."""
+    total = read_by.total()
+    kept = [name for name, count in read_by.most_common() if name in lang.split("+") and count >= PACK_SHARE * total]
+    return "+".join(kept) or lang
+
+
+def _page_strips(page: pymupdf.Page, boxes: Sequence[Box], scan: Scan | None, scale: float) -> Iterator[np.ndarray]:
+    """What to read, in reading order: each band whole, its pictures set apart from the strips above and below
+    them (:func:`_apart`); without boxes, the whole page from its top, a strip at a time, each rendered alone (no
+    300 dpi page held)."""
     from pipeline.render import render
 
-    words: list[str] = []
-    line_ends: set[int] = set()
     for band in bands(page, boxes):
         x0, y0, x1, y1 = band
         area = page.rect.width * (x1 - x0) * page.rect.height * (y1 - y0)
         zoom = min(OCR_DPI / 72 * scale, (MAX_PIXELS / max(area, 1e-6)) ** 0.5)
+        if not boxes:
+            yield from _page_top_down(page, zoom, scan)
+            continue
         pixels = render(page, zoom, "gray", band, scan)
         cuts = [(edge - y0) / (y1 - y0) for box in boxes if y0 <= box[1] < y1 for edge in (box[1], box[3])]
-        parts = _strips(pixels) if not boxes else [_apart(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom))]
-        for part in parts:
-            read, ends = _tesseract(part, lang)
-            line_ends.update(len(words) + i for i in ends)
-            words.extend(read)
-            cleaned = clean_words(words, line_ends)
-            if len(cleaned.split()) >= pipeline.words.MAX_WORDS:  # a caption holds no more: the rest of the page
-                return cleaned  # (later strips, later bands) would be read for nothing
-    return clean_words(words, line_ends)
-
-
-def _strips(pixels: np.ndarray) -> Iterator[np.ndarray]:
-    """A whole page, top down, in strips of :data:`STRIP_PIXELS` and then twice as many as the strip before (each
-    Tesseract call costs ~0.45 s of start), each cut at the whitest row near its end (between two lines of type).
-    A newspaper page read whole at 300 dpi took Tesseract 235 s for the 40 words a caption keeps; read strip by
-    strip, the reading stops once they are found (10 s)."""
-    import numpy as np
-
-    height, width = pixels.shape[:2]
-    rows = max(1, STRIP_PIXELS // max(width, 1))
-    top = 0
-    while top < height:
-        end = min(height, top + rows)
-        if end < height:
-            window = pixels[top + rows * 3 // 4 : end]
-            end = top + rows * 3 // 4 + int(window.mean(axis=1).argmax())  # the whitest row of its last quarter
-        yield np.ascontiguousarray(pixels[top:end])
-        top = end
-        rows *= 2  # a page with few words (a plate) is read in a few calls, not one per strip
+        yield _apart(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom))
 
 
 def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
     """``pixels`` cut into strips at ``cuts`` (fractions of its height: the pictures' top and bottom edges), the
     strips stacked again with ``gap`` rows of white between them. Tesseract's layout analysis otherwise takes a
-    legend set close under a picture for part of it, and reads its letters as the picture's marks, or nothing."""
+    legend set close under a picture for part of it, and reads its letters as the picture's marks, or nothing.
+    Read whole: a picture read alone, even with white around it, lost letters of its legend (``palac``), and read
+    in strips, its hatching came out as words (``ww``, ``dog``)."""
     import numpy as np
 
     rows = sorted({min(pixels.shape[0], max(0, round(cut * pixels.shape[0]))) for cut in cuts} - {0, pixels.shape[0]})
@@ -259,51 +232,39 @@ def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
     return np.vstack([part for strip in strips[:-1] for part in (strip, white)] + [strips[-1]])
 
 
-def _tesseract(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:
-    """Tesseract's confident words in ``pixels`` (grey), in its reading order, and which of them end a line."""
-    import pytesseract
-    from PIL import Image
-
-    os.environ.setdefault("OMP_THREAD_LIMIT", "1")  # one thread per band: workers are the parallelism
-    pytesseract.pytesseract.tesseract_cmd = COMMAND
-    try:
-        with _in_scratch():
-            data = pytesseract.image_to_data(Image.fromarray(pixels), lang=lang, output_type=pytesseract.Output.DICT)
-    except (
-        pytesseract.TesseractError, pytesseract.TesseractNotFoundError, OSError, RuntimeError,
-        subprocess.SubprocessError, SystemExit,  # pytesseract's answer to a Tesseract version it refuses
-    ) as exc:  # fmt: skip
-        raise OcrFailed("OCR failed: " + one_line(f"{type(exc).__name__}: {exc}")) from None
-    kept: list[tuple[tuple[int, int, int], str]] = []
-    for text, confidence, block, paragraph, line, width, height in zip(
-        data["text"], data["conf"], data["block_num"], data["par_num"], data["line_num"], data["width"],
-        data["height"], strict=True,
-    ):  # fmt: skip
-        text = text.strip()
-        if text and float(confidence) >= MIN_CONFIDENCE and width >= MIN_ASPECT * height * len(text):
-            kept.append(((block, paragraph, line), unicodedata.normalize("NFKC", text)))  # ſ → s, ﬁ → fi
-    ends = {i for i, (key, _) in enumerate(kept) if i + 1 == len(kept) or kept[i + 1][0] != key}
-    return [text for _, text in kept], ends
+def _strips(pixels: np.ndarray) -> Iterator[np.ndarray]:
+    """``pixels`` top down in strips of :data:`STRIP_PIXELS`, each cut at the whitest row near its end (between
+    two lines of type)."""
+    height, width = pixels.shape[:2]
+    rows, top = _first_rows(width), 0
+    while top < height:
+        end = _cut(pixels[top : top + rows], height - top <= rows)
+        yield pixels[top : top + end]
+        top += end
 
 
-@cache
-def _scratch() -> Path:
-    """This process's folder for Tesseract's files, made (after sweeping those of runs that are gone) on the first
-    band it reads, and removed when the process exits (a pool's worker too: ``Finalize`` runs at its exit)."""
-    from pipeline.fetch import make_run_folder
+def _page_top_down(page: pymupdf.Page, zoom: float, scan: Scan | None) -> Iterator[np.ndarray]:
+    """:func:`_strips` of a whole page at ``zoom``, each strip rendered alone: a newspaper page at 300 dpi is
+    ~30 MB of grey that the caption's first lines do not need."""
+    from pipeline.render import render
 
-    folder = make_run_folder()
-    Finalize(None, shutil.rmtree, args=(folder,), kwargs={"ignore_errors": True}, exitpriority=0)
-    return folder
+    width, height = round(page.rect.width * zoom), round(page.rect.height * zoom)
+    rows, top = _first_rows(width), 0
+    while top < height:
+        window = render(page, zoom, "gray", (0.0, top / height, 1.0, min(height, top + rows) / height), scan)
+        end = _cut(window, top + rows >= height)
+        yield window[:end]
+        top += end
 
 
-@contextlib.contextmanager
-def _in_scratch() -> Iterator[None]:
-    """pytesseract's temporary files (the band as a picture, Tesseract's answer) in :func:`_scratch`: it takes no
-    folder, only the process's default, which a worker (one band at a time) may point there for the call."""
-    previous = tempfile.tempdir
-    tempfile.tempdir = str(_scratch())
-    try:
-        yield
-    finally:
-        tempfile.tempdir = previous
+def _first_rows(width: int) -> int:
+    return max(MIN_STRIP_ROWS, STRIP_PIXELS // max(width, 1))
+
+
+def _cut(window: np.ndarray, last: bool) -> int:
+    """Where to end a strip of ``window``: all of it when it is the part's last, else its whitest row in its last
+    quarter (between two lines of type)."""
+    if last or window.shape[0] < 4:
+        return max(1, window.shape[0])
+    start = window.shape[0] * 3 // 4
+    return start + int(window[start:].mean(axis=1).argmax())

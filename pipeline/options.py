@@ -9,7 +9,7 @@ from pipeline.captions import DEFAULT_TEMPLATE, CaptionTemplate
 from pipeline.dedupe import DEFAULT_THRESHOLD
 from pipeline.fit import DEFAULT_MIN_SIDE, Fit, parse_fit
 from pipeline.judges import DEFAULT_JUDGE, JUDGES
-from pipeline.ocr import DEFAULT_LANG, LANG_FORMAT
+from pipeline.ocr import DEFAULT_LANG, LANG_FORMAT, reading_lang
 from pipeline.settings import setting
 
 CROP_MODES = ("auto", "always", "never")
@@ -142,3 +142,11 @@ class Options:
 
     def captions(self) -> CaptionTemplate:
         return CaptionTemplate(self.caption, self.trigger)
+
+    def reading_lang(self) -> str | None:
+        """The packs this run's OCR reads with here (the default set's installed ones,
+        :func:`pipeline.ocr.reading_lang`); ``None`` when it reads none: OCR off, no ``{words}`` in the caption,
+        or Tesseract cannot (the run's main process says why, once: :func:`pipeline.ocr.ocr_note`)."""
+        if not self.ocr or "words" not in self.captions().fields:
+            return None
+        return reading_lang(self.ocr_lang)[0]

@@ -192,7 +192,7 @@ def run_pages(
         raise NothingToDo("--max-pages needs local inputs: a remote PDF's pages are counted only once it is fetched")
     kohya = layout.kohya_config(options.size) if options.kohya_config else None
     threshold = threshold_of(options.filter, options.threshold)
-    with execution.make_engine() as runner:
+    with execution.make_engine(options.reading_lang()) as runner:
         local = [pdf for pdf in pdfs if isinstance(pdf, Path)]
         counts = dict(zip(local, runner.map(_page_count, local), strict=True))
         total = sum(max(count, 1) for count in counts.values())

@@ -22,7 +22,7 @@ from pipeline.judges import Box, Judge, Verdict, make_judge
 from pipeline.kinds import candidate_kind, picture_kind
 from pipeline.manifest import PageRecord
 from pipeline.names import safe_text
-from pipeline.ocr import OcrFailed, read_words, reading_lang
+from pipeline.ocr import DEFAULT_LANG, OcrFailed, read_words
 from pipeline.options import AUTO_CROP_COVERAGE, Options
 from pipeline.render import is_grayscale, native_zoom, render
 from pipeline.report import THUMBNAIL_SIDE, thumbnail_jpeg
@@ -305,13 +305,6 @@ def _fields(options: Options) -> frozenset[str]:
     return options.captions().fields
 
 
-def _ocr_lang(options: Options) -> str | None:
-    """The languages to OCR pages without a text layer in (the default set's installed packs, see
-    :func:`pipeline.ocr.reading_lang`), ``None`` when OCR is off or cannot run here (the run's main process has
-    said why, once: :func:`pipeline.ocr.ocr_note`)."""
-    return reading_lang(options.ocr_lang)[0] if options.ocr else None
-
-
 def _words(
     page: pymupdf.Page,
     boxes: Sequence[Box],
@@ -327,11 +320,11 @@ def _words(
     words = layer_words_near(page, boxes)
     if words is not None:
         return words
-    lang = _ocr_lang(options)
+    lang = options.reading_lang()
     if lang is None:
         return ""
     try:
-        return read_words(page, boxes, lang, scan, scale)
+        return read_words(page, boxes, lang, scan, scale, narrow=options.ocr_lang == DEFAULT_LANG)
     except OcrFailed as exc:
         notes.append(str(exc))
         return ""

@@ -11,8 +11,8 @@ import io
 import os
 import sys
 
-# OCR (Tesseract, ~1.5 s a page) is off for the suite's many generated scans: tests/test_ocr.py uses the real one.
-os.environ.setdefault("TESSERACT_CMD", "/nonexistent/tesseract")
+# OCR is off for the suite's many generated scans (no packs there): tests/test_ocr.py points it at the real ones.
+os.environ.setdefault("TESSDATA_PREFIX", "/nonexistent")
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path

@@ -1,13 +1,13 @@
-"""OCR where a page has no text layer: a scanned plate's printed legend reaches its caption; without Tesseract
-(or a language pack) the run says so once and goes on."""
+"""OCR where a page has no text layer: a scanned plate's printed legend reaches its caption; without Tesseract's
+packs (or some of them) the run says so once and goes on; a crash inside Tesseract costs the task its words."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -15,25 +15,36 @@ import pymupdf
 import pytest
 from factories import engraving
 
-from pipeline import Options, run
+from pipeline import Options, run, tesseract
 from pipeline import ocr as ocr_module
 from pipeline.cli import main
+from pipeline.distributor import OCR_CRASHED
 from pipeline.execution import Execution
-from pipeline.ocr import DEFAULT_LANG, _unavailable, bands, read_words
+from pipeline.ocr import DEFAULT_LANG, _narrowed, _Reading, bands, confident, read_words
+from pipeline.render import render
 from pipeline.scan import find_scan
+from pipeline.tesseract import EngineFailed, Word
 from pipeline.writer import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-TESSERACT = shutil.which("tesseract") or "tesseract"
-"""The real Tesseract, whatever ``$TESSERACT_CMD`` says (a test session may point it away for speed)."""
-MISSING = _unavailable(TESSERACT, DEFAULT_LANG)
+TESSDATA = tesseract._tessdata(None)
+"""The system's packs, whatever ``$TESSDATA_PREFIX`` says (the test session points it away for speed)."""
+
+
+def _missing() -> str:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TESSDATA_PREFIX", str(TESSDATA or "/nonexistent"))
+        return tesseract.unavailable(DEFAULT_LANG)
+
+
+MISSING = _missing()
 needs_tesseract = pytest.mark.skipif(bool(MISSING), reason=MISSING or "Tesseract is here")
 
 
 @pytest.fixture(autouse=True)
 def real_tesseract(monkeypatch: pytest.MonkeyPatch) -> None:
-    """These tests run in this process (one worker) with the real Tesseract."""
-    monkeypatch.setattr(ocr_module, "COMMAND", TESSERACT)
+    """These tests run in this process (one worker) with the system's packs."""
+    monkeypatch.setenv("TESSDATA_PREFIX", str(TESSDATA or "/nonexistent"))
 
 
 LEGEND = ("THE IMPERIAL PALACE", "AT PETERHOF")
@@ -71,10 +82,10 @@ def test_a_scanned_plates_printed_legend_reaches_its_caption(tmp_path: Path) -> 
     assert (tmp_path / "out" / name.replace(".jpg", ".txt")).read_text(encoding="utf-8") == text
 
 
-def cli(*args: object, tesseract: str = TESSERACT) -> subprocess.CompletedProcess:
-    """``python -m pipeline ARGS`` in a process of its own, with ``tesseract`` as its Tesseract: worker processes
-    take their environment from the forkserver that this test session may have started earlier."""
-    env = {**os.environ, "TESSERACT_CMD": tesseract}
+def cli(*args: object, tessdata: Path | None = TESSDATA, **env: str) -> subprocess.CompletedProcess:
+    """``python -m pipeline ARGS`` in a process of its own, reading ``tessdata``'s packs (and ``env`` added): worker
+    processes take their environment from the forkserver that this test session may have started earlier."""
+    env = {**os.environ, "TESSDATA_PREFIX": str(tessdata or "/nonexistent"), **env}
     command = [sys.executable, "-m", "pipeline", *map(str, args)]
     return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
 
@@ -130,13 +141,13 @@ def test_no_ocr_reads_nothing_from_the_pixels(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("setting", "said"),
-    [({"COMMAND": "/nonexistent/tesseract"}, "Tesseract is not installed"), ({}, "no language pack for xx")],
+    [({"TESSDATA_PREFIX": "/nonexistent"}, "no Tesseract language packs"), ({}, "no language pack for xx")],
 )
 def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], setting: dict, said: str
 ) -> None:
     for name, value in setting.items():
-        monkeypatch.setattr(ocr_module, name, value)
+        monkeypatch.setenv(name, value)
     pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
     lang = ["--ocr-lang", "eng+xx"] if not setting else []
     code = main([*map(str, pdfs), "-o", str(tmp_path / "out/"), "--min-side", "64", "--workers", "1", *lang])
@@ -148,13 +159,15 @@ def test_without_tesseract_or_a_language_pack_the_run_says_so_once_and_goes_on(
     assert captions(tmp_path / "out") == ["monochrome line art"] * 2
 
 
-def tesseract_answering(folder: Path, option: str, answer: str) -> Path:
-    """A Tesseract in ``folder`` that runs the shell command ``answer`` when called with ``option`` alone, and is the
-    real one otherwise: a user's install as the CLI sees it, without building one."""
-    program = folder / "tesseract"
-    program.write_text(f'#!/bin/sh\n[ "$1" = {option} ] && {{ {answer}; exit 0; }}\nexec {TESSERACT} "$@"\n')
-    program.chmod(0o755)
-    return program
+def packs_folder(folder: Path, *names: str, broken: str = "") -> Path:
+    """A folder of Tesseract packs holding only ``names`` (links to the system's) and ``broken`` (not a pack): a
+    user's install as the CLI sees it, without building one."""
+    folder.mkdir()
+    for name in names:
+        (folder / f"{name}.traineddata").symlink_to(TESSDATA / f"{name}.traineddata")
+    if broken:
+        (folder / f"{broken}.traineddata").write_bytes(bytes(range(256)) * 20)
+    return folder
 
 
 @needs_tesseract
@@ -162,33 +175,113 @@ def test_default_packs_not_installed_are_said_once_and_the_installed_ones_read(t
     """A new user's Tesseract with three of the default set's five packs: every caption kept its words only
     after this (was: one note, OCR off for the whole run, every caption without a word). A set named with
     ``--ocr-lang`` is still read whole or not at all."""
-    listing = tmp_path / "langs.txt"
-    listing.write_text('List of available languages in "/x/" (4):\neng\nfra\ndeu\nosd\n')
-    three = tesseract_answering(tmp_path, "--list-langs", f'cat "{listing}"')
+    three = packs_folder(tmp_path / "tessdata", "eng", "fra", "deu", "osd")
     pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
-    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tesseract=str(three))
+    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tessdata=three)
     assert done.returncode == 0, done.stderr
     notes = [line for line in done.stderr.splitlines() if line.startswith("note:") and "OCR" in line]
     assert len(notes) == 1 and "OCR reads eng+fra+deu only" in notes[0] and "rus+frk" in notes[0], done.stderr
     assert captions(tmp_path / "out") == ["monochrome line art, the imperial palace at peterhof"] * 2
-    forced = cli(*pdfs, "-o", tmp_path / "forced/", "--min-side", "64", "--ocr-lang", "eng+rus", tesseract=str(three))
+    forced = cli(*pdfs, "-o", tmp_path / "forced/", "--min-side", "64", "--ocr-lang", "eng+rus", tessdata=three)
     assert forced.returncode == 0 and forced.stderr.count("note: no OCR") == 1, forced.stderr
     assert captions(tmp_path / "forced") == ["monochrome line art"] * 2
 
 
 @needs_tesseract
-def test_a_tesseract_version_pytesseract_refuses_is_said_once_and_the_run_goes_on(tmp_path: Path) -> None:
-    """pytesseract exits (``SystemExit``) on a Tesseract older than 3.05: the run must not end at its first page
-    without a text layer. It did, with two workers: the CLI stopped with exit code 1 mid-run."""
-    old = tesseract_answering(tmp_path, "--version", 'echo "tesseract 3.02"')
+def test_a_pack_tesseract_cannot_load_costs_the_pages_their_words_and_says_why(tmp_path: Path) -> None:
+    """A damaged pack (a download cut short): Tesseract does not start; each page says so, the run goes on, with
+    two workers as with one."""
+    damaged = packs_folder(tmp_path / "tessdata", broken="eng")
     pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(3)]
-    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", tesseract=str(old))
+    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", "--ocr-lang", "eng",
+               tessdata=damaged)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert done.stderr.count("note: no OCR") == 1, done.stderr
-    assert "tesseract 3.02" in done.stderr and "3.05 or newer" in done.stderr, done.stderr
     rows = read_manifest(tmp_path / "out")
-    assert [(row["error"], row["warning"]) for row in rows] == [("", "")] * 3
+    assert [row["error"] for row in rows] == [""] * 3
+    assert all("OCR failed" in row["warning"] and "does not start with eng" in row["warning"] for row in rows), rows
     assert captions(tmp_path / "out") == ["monochrome line art"] * 3
+
+
+CRASHING_TESSERACT = """
+import os, signal
+from pipeline import tesseract
+def crash(self, pixels):
+    os.kill(os.getpid(), signal.SIGSEGV)
+tesseract.Engine.read = crash
+"""
+
+
+@needs_tesseract
+def test_a_crash_inside_tesseract_costs_the_pages_their_words_not_the_run(tmp_path: Path) -> None:
+    """Tesseract runs in the worker's own process now: a segfault inside it kills the worker. The task is run
+    again without OCR: its pictures are written, its rows say why they have no words, the other files are whole."""
+    site = tmp_path / "site"
+    site.mkdir()  # every Python process of the run (forkserver, workers) starts with Tesseract crashing
+    (site / "sitecustomize.py").write_text(CRASHING_TESSERACT)
+    pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(2)]
+    with pymupdf.open(pdfs[1]) as doc:  # its legend in a text layer: no OCR there, nothing to crash
+        doc[0].insert_text((100, 322), "THE WINTER PALACE", fontsize=12, render_mode=3)
+        doc.saveIncr()
+    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", PYTHONPATH=f"{site}:{ROOT}")
+    assert done.returncode == 0, done.stderr
+    rows = {row["source"]: row for row in read_manifest(tmp_path / "out")}
+    assert rows["plate0.pdf"]["error"] == "" and OCR_CRASHED in rows["plate0.pdf"]["warning"], rows
+    assert rows["plate0.pdf"]["outputs"] and rows["plate1.pdf"]["warning"] == "", rows
+    assert sorted(captions(tmp_path / "out")) == ["monochrome line art", "monochrome line art, the winter palace"]
+
+
+COUNTING_ENGINES = """
+import os
+from pipeline import tesseract
+start = tesseract.Engine.__init__
+def counted(self, lang):
+    with open(os.environ["ENGINES_LOG"], "a") as log:
+        log.write(f"{os.getpid()} {lang}\\n")
+    start(self, lang)
+tesseract.Engine.__init__ = counted
+"""
+
+
+@needs_tesseract
+def test_the_workers_fork_with_tesseract_loaded(tmp_path: Path) -> None:
+    """Tesseract starts once, in the workers' forkserver, not in each worker: the workers share its packs' pages
+    (~60 MB for the default five) and none waits 0.3 s for it at its first page without a text layer."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(COUNTING_ENGINES)
+    log = tmp_path / "engines.log"
+    pdfs = [scanned_plate(tmp_path / f"plate{i}.pdf", seed=i) for i in range(4)]  # tasks for both workers
+    done = cli(*pdfs, "-o", tmp_path / "out/", "--min-side", "64", "--workers", "2", "--ocr-lang", "eng",
+               "--dedupe", "-1", PYTHONPATH=f"{site}:{ROOT}", ENGINES_LOG=str(log))  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert captions(tmp_path / "out") == ["monochrome line art, the imperial palace at peterhof"] * 4
+    started = log.read_text().splitlines()
+    assert len(started) == 1 and started[0].endswith(" eng"), started
+
+
+READING_HATCHING = """
+import sys
+from pathlib import Path
+import pymupdf
+from pipeline import tesseract
+from pipeline.render import render
+from pipeline.scan import find_scan
+with pymupdf.open(sys.argv[1]) as doc:
+    for top in (0.15, 0.2, 0.25, 0.3, 0.35, 0.4):  # strips of the engraving alone
+        band = render(doc[0], 300 / 72, "gray", (0.13, top, 0.88, top + 0.08), find_scan(doc[0]))
+        tesseract.engine("eng").read(band)
+print("read")
+"""
+
+
+@needs_tesseract
+def test_leptonicas_own_messages_do_not_reach_the_user(tmp_path: Path) -> None:
+    """Tesseract's image library prints its errors to stderr: two dozen lines (``Error in pixScanForForeground:
+    invalid box``) for six strips of an engraving, and nothing the run must act on."""
+    env = {**os.environ, "TESSDATA_PREFIX": str(TESSDATA), "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-c", READING_HATCHING, str(scanned_plate(tmp_path / "plate.pdf"))]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == "read" and "Error in" not in done.stderr, done.stderr
 
 
 def test_a_bad_language_argument_is_refused_before_the_run() -> None:
@@ -197,17 +290,13 @@ def test_a_bad_language_argument_is_refused_before_the_run() -> None:
 
 
 @needs_tesseract
-@pytest.mark.parametrize("failure", ["TesseractError", "SystemExit"])
 def test_a_tesseract_failure_costs_the_page_its_words_and_says_why(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """SystemExit is what pytesseract raises for a Tesseract version it refuses: a page's words, not the run."""
-    import pytesseract
+    def fail(self: tesseract.Engine, pixels: np.ndarray) -> list[Word]:
+        raise EngineFailed("simulated")
 
-    def fail(*args: object, **kwargs: object) -> None:
-        raise pytesseract.TesseractError(1, "simulated") if failure == "TesseractError" else SystemExit("simulated")
-
-    monkeypatch.setattr(pytesseract, "image_to_data", fail)
+    monkeypatch.setattr(tesseract.Engine, "read", fail)
     run([scanned_plate(tmp_path / "plate.pdf")], tmp_path / "out", Options(min_side=64), Execution(workers=1))
     (row,) = read_manifest(tmp_path / "out")
     assert row["error"] == "" and "OCR failed" in row["warning"] and "simulated" in row["warning"]
@@ -221,82 +310,61 @@ def test_a_page_with_a_text_layer_there_is_not_read_again(tmp_path: Path, monkey
         doc[0].insert_text((100, 322), "THE WINTER PALACE", fontsize=12, render_mode=3)  # an invisible OCR layer
         doc.saveIncr()
     read: list[str] = []
-    monkeypatch.setattr(ocr_module, "_tesseract", lambda pixels, lang: read.append(lang) or ([], set()))
+    monkeypatch.setattr(tesseract.Engine, "read", lambda self, pixels: read.append(self.lang) or [])
     run([pdf], tmp_path / "out", Options(min_side=64), Execution(workers=1))
     assert captions(tmp_path / "out") == ["monochrome line art, the winter palace"] and read == []
 
 
-def test_unsure_words_and_boxes_too_thin_for_their_letters_are_dropped(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unsure_words_and_boxes_too_thin_for_their_letters_are_dropped() -> None:
     """What Tesseract reads into hatching: words it is unsure of, or sure of in boxes no letters fit (``WW``
-    11 px wide and 46 px tall); Fraktur's long s (``ſ``) is read as the ``s`` a caption needs."""
-    import pytesseract
-
-    rows = [  # text, confidence, line, width, height
-        ("Der", 96, 1, 60, 30), ("Wald-", 91, 1, 100, 30), ("ſaum", 90, 2, 90, 30), ("Ee", 41, 2, 40, 30),
-        ("WW", 81, 2, 11, 46), ("NUN", 66, 3, 23, 57), ("bey", 88, 3, 70, 32),
+    11 px wide and 46 px tall); Fraktur's long s (``ſ``) is read as the ``s`` a caption needs; a line whose last
+    word is dropped still ends at its last word kept."""
+    rows = [  # text, confidence, width, height, line end
+        ("Der", 96, 60, 30, False), ("Wald-", 91, 100, 30, True), ("ſaum", 90, 90, 30, False),
+        ("Ee", 41, 40, 30, False), ("WW", 81, 11, 46, True), ("NUN", 66, 23, 57, False), ("bey", 88, 70, 32, True),
     ]  # fmt: skip
-    data = {
-        "text": [r[0] for r in rows], "conf": [r[1] for r in rows], "block_num": [1] * len(rows),
-        "par_num": [1] * len(rows), "line_num": [r[2] for r in rows], "width": [r[3] for r in rows],
-        "height": [r[4] for r in rows],
-    }  # fmt: skip
-    monkeypatch.setattr(pytesseract, "image_to_data", lambda *args, **kwargs: data)
-    read, ends = ocr_module._tesseract(np.full((40, 40), 255, np.uint8), DEFAULT_LANG)
-    assert read == ["Der", "Wald-", "saum", "bey"] and ends == {1, 2, 3}
-    assert ocr_module.clean_words(read, ends) == "der waldsaum bey"
+    kept = confident([Word(text, conf, width, height, end, "deu") for text, conf, width, height, end in rows])
+    assert [word.text for word in kept] == ["Der", "Wald-", "saum", "bey"]
+    assert [word.line_end for word in kept] == [False, True, True, True]
+    assert ocr_module.clean_words([word.text for word in kept], {1, 2, 3}) == "der waldsaum bey"
 
 
-READING_FOREVER = """
-import sys
-import numpy as np
-from pipeline import ocr
-ocr.COMMAND = sys.argv[1]
-band = np.full((400, 1200), 255, np.uint8)
-band[100:140, 100:1100] = 0
-print("reading", flush=True)
-while True:
-    ocr._tesseract(band, "eng")
-"""
-
-
-def _tesseract_files(folder: Path) -> list[Path]:
-    return [path for path in folder.rglob("tess_*") if path.is_file()]
+def test_the_default_packs_are_narrowed_to_those_that_read_the_pages_first_words() -> None:
+    """Five packs read a band about four times slower than one: an English page's first words (the other packs
+    read names and short words: 4-15 % each) leave English; a German book in Fraktur its two German packs, the one
+    that read most first (Tesseract's main pack)."""
+    assert _narrowed(Counter(eng=146, fra=41, deu=37, frk=31, rus=11), DEFAULT_LANG) == "eng"
+    assert _narrowed(Counter(frk=32, deu=18, rus=4, fra=2, eng=1), DEFAULT_LANG) == "frk+deu"
+    assert _narrowed(Counter(xx=40), "eng+deu") == "eng+deu", "only packs it was reading"
 
 
 @needs_tesseract
-def test_tesseracts_files_of_a_killed_worker_are_swept_by_the_next_one(tmp_path: Path) -> None:
-    """pytesseract's temporary files go to the worker's run folder, not loose in TMPDIR: after a ``kill -9``
-    mid-read they are in that folder (were: loose ``tess_*`` files, left for good), and the next process that reads
-    a band removes it; a process that exits removes its own."""
-    import os
-    import signal
-    import subprocess
-    import sys
-    import tempfile
-    import time
+def test_a_page_is_read_with_its_own_packs_after_its_first_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker narrows the default set on each page (the same page gives the same words whatever the worker
+    read before); a set named with ``--ocr-lang`` is read whole."""
+    langs: list[str] = []
+    read = tesseract.Engine.read
 
-    scratch = Path(tempfile.mkdtemp(prefix="ocr-"))  # short: a Unix socket path under it must stay < 108 bytes
-    env = {**os.environ, "TMPDIR": str(scratch), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    try:
-        for _ in range(5):  # killed between two reads, it leaves nothing: try again
-            command = [sys.executable, "-c", READING_FOREVER, TESSERACT]
-            reader = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
-            assert reader.stdout is not None and reader.stdout.readline().strip() == b"reading"
-            give_up = time.monotonic() + 30
-            while not _tesseract_files(scratch) and time.monotonic() < give_up:
-                time.sleep(0.005)
-            reader.send_signal(signal.SIGKILL)
-            reader.wait()
-            left = _tesseract_files(scratch)
-            if left:
-                break
-        assert left, "the reader should have been killed while Tesseract's files existed"
-        assert all(path.parent.name.startswith(f"pipeline-run-{reader.pid}-") for path in left), left
-        once = READING_FOREVER.replace("while True:\n    ", "")
-        subprocess.run([sys.executable, "-c", once, TESSERACT], env=env, check=True, capture_output=True)
-        assert not list(scratch.iterdir()), list(scratch.rglob("*"))
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    def recorded(self: tesseract.Engine, pixels: np.ndarray) -> list[Word]:
+        langs.append(self.lang)
+        return read(self, pixels)
+
+    monkeypatch.setattr(tesseract.Engine, "read", recorded)
+    with pymupdf.open(scanned_text_page(tmp_path / "text.pdf")) as doc:
+        page, scan = doc[0], find_scan(doc[0])
+        reading = _Reading(DEFAULT_LANG, narrow=True)
+        reading.read(render(page, 300 / 72, "gray", (0.0, 0.0, 1.0, 0.25), scan))  # ~15 lines of type
+        assert reading.lang == "eng" and langs == [DEFAULT_LANG], (reading.lang, langs)
+        reading.read(render(page, 300 / 72, "gray", (0.0, 0.25, 1.0, 0.3), scan))
+        assert langs[-1] == "eng"
+        langs.clear()
+        read_words(page, (), DEFAULT_LANG, scan, narrow=True)
+        assert langs[0] == DEFAULT_LANG, "each page decides anew"
+        langs.clear()
+        read_words(page, (), "eng+deu", scan)
+        assert set(langs) == {"eng+deu"}
 
 
 def scanned_text_page(path: Path, lines: int = 60) -> Path:
@@ -320,19 +388,28 @@ def test_a_whole_page_of_type_is_read_only_until_a_caption_is_full(
 ) -> None:
     """A whole page (no picture boxes) is read top down and the reading stops at the caption's 40 words: a
     newspaper page read whole took Tesseract 235 s for them. Here: a third of the page's pixels at most."""
+    from pipeline import render as render_module
     from pipeline.words import MAX_WORDS
 
     read: list[int] = []
-    tesseract = ocr_module._tesseract
+    rendered: list[int] = []
+    engine_read, render = tesseract.Engine.read, render_module.render
 
-    def counted(pixels: np.ndarray, lang: str) -> tuple[list[str], set[int]]:  # the real reader, counted
+    def counted(self: tesseract.Engine, pixels: np.ndarray) -> list[Word]:  # the real reader, counted
         read.append(pixels.size)
-        return tesseract(pixels, lang)
+        return engine_read(self, pixels)
 
-    monkeypatch.setattr(ocr_module, "_tesseract", counted)
+    def measured(*args: object, **kwargs: object) -> np.ndarray:  # the real renderer, measured
+        pixels = render(*args, **kwargs)
+        rendered.append(pixels.size)
+        return pixels
+
+    monkeypatch.setattr(tesseract.Engine, "read", counted)
+    monkeypatch.setattr(render_module, "render", measured)
     with pymupdf.open(scanned_text_page(tmp_path / "text.pdf")) as doc:
         page = doc[0]
         words = read_words(page, (), "eng", find_scan(page))
         whole = round(page.rect.width * 300 / 72) * round(page.rect.height * 300 / 72)
     assert len(words.split()) == MAX_WORDS and words.startswith("the quick brown fox"), words
     assert sum(read) < whole / 3, f"{sum(read):,} of {whole:,} pixels read"
+    assert max(rendered) <= ocr_module.STRIP_PIXELS * 1.05, f"a render of {max(rendered):,} pixels: the whole page?"

@@ -172,6 +172,7 @@ def _run(
             else ""
         )
         + (f"; kept but not written: {summary.too_small_text('--min-side')}" if summary.too_small else "")
+        + (f"; {summary.ocr_text()} (--no-ocr skips it)" if summary.ocr_pages else "")
         + (f"; {summary.stopped}: rerun the same command to continue" if summary.stopped else "")
     )
     return 0

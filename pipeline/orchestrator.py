@@ -77,6 +77,16 @@ class Summary(Counts):
     """Most local disk the run held at once: fetched copies plus the output (the output alone without URLs)."""
     stopped: str = ""
     """Why the run stopped before its last page (its time budget), or empty when it did not."""
+    ocr_pages: int = 0
+    """Pages Tesseract read words on (this session's)."""
+    ocr_seconds: float = 0.0
+    """Worker time it took on them: what ``--no-ocr`` would save."""
+
+    def ocr_text(self) -> str:
+        """OCR's cost in words, empty when it read no page."""
+        if not self.ocr_pages:
+            return ""
+        return f"OCR read {plural(self.ocr_pages, 'page')} in {self.ocr_seconds:.1f} s of worker time"
 
     def describe(self) -> str:
         """The run in one paragraph for people (the Space's summary)."""
@@ -85,6 +95,8 @@ class Summary(Counts):
             f"{plural(self.errors, 'error')}, {self.warnings} with MuPDF warnings (the manifest's warning column), "
             f"{self.seconds:.1f} s."
         )
+        if self.ocr_pages:
+            text += f" {self.ocr_text()}."
         dropped = [self.too_small_text("“Smallest picture side”")] if self.too_small else []
         if self.duplicates:
             dropped.append(plural(self.duplicates, "duplicate"))
@@ -229,6 +241,8 @@ def run_pages(
             )
             for task, results in runner.run(plan, options, execution.gc_every):
                 for result in results:
+                    summary.ocr_pages += result.ocr_seconds > 0
+                    summary.ocr_seconds += result.ocr_seconds
                     record = _commit(writer, task, result, duplicates, captions, summary, captioner)
                     progress.done += 1
                     progress.kept += record.kept

@@ -85,6 +85,8 @@ class PageResult:
     images: list[PageImage] = field(default_factory=list)
     thumbnail: bytes | None = None
     dropped: list[DroppedImage] = field(default_factory=list)
+    ocr_seconds: float = 0.0
+    """Worker time Tesseract took on the page (0 when it read nothing): the run's last line says OCR's cost."""
 
 
 def crashed(task: Task, how: str) -> list[PageResult]:

@@ -5,6 +5,7 @@ opens the PDF by path itself."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
@@ -102,6 +103,7 @@ def process_page(doc: pymupdf.Document, index: int, judge: Judge, options: Optio
                 page, scan, held, (view_zoom, scale), gray, boxes, options, task, record, notes
             )
         record.warning = _page_warnings(doc, notes)
+        result.ocr_seconds = _OCR_CLOCK.take()
         return result
     except Exception as exc:  # noqa: BLE001 - one unreadable page must not end an archive run
         record.kept = False
@@ -323,11 +325,27 @@ def _words(
     lang = options.reading_lang()
     if lang is None:
         return ""
+    start = time.perf_counter()
     try:
         return read_words(page, boxes, lang, scan, scale, narrow=options.ocr_lang == DEFAULT_LANG)
     except OcrFailed as exc:
         notes.append(str(exc))
         return ""
+    finally:
+        _OCR_CLOCK.spent += time.perf_counter() - start
+
+
+class _Clock:
+    """Seconds spent in OCR since the page began (its pictures' bands), taken by the page's result."""
+
+    spent = 0.0
+
+    def take(self) -> float:
+        spent, self.spent = self.spent, 0.0
+        return spent
+
+
+_OCR_CLOCK = _Clock()
 
 
 @cache

@@ -75,7 +75,8 @@ def captions(folder: Path) -> list[str]:
 @needs_tesseract
 def test_a_scanned_plates_printed_legend_reaches_its_caption(tmp_path: Path) -> None:
     pdf = scanned_plate(tmp_path / "plate.pdf")
-    run([pdf], tmp_path / "out", Options(min_side=64), Execution(workers=1))
+    summary = run([pdf], tmp_path / "out", Options(min_side=64), Execution(workers=1))
+    assert summary.ocr_pages == 1 and summary.ocr_seconds > 0 and "OCR read 1 page in" in summary.describe()
     (text,) = captions(tmp_path / "out")
     assert text == "monochrome line art, the imperial palace at peterhof"
     (name,) = read_manifest(tmp_path / "out")[0]["outputs"].split()
@@ -107,6 +108,7 @@ def test_a_drawn_pages_legend_is_read_in_worker_processes_too(tmp_path: Path) ->
     sigma = ["--filter", "sigma", "--threshold", "0", "--min-side", "64"]  # the whole page kept: one band, 8 MB
     done = cli(*pdfs, "-o", out, "--workers", "2", *sigma)
     assert done.returncode == 0, done.stderr
+    assert "OCR read 2 pages in" in done.stdout.splitlines()[-1], done.stdout  # its cost, where the user decides
     assert [row["error"] for row in read_manifest(out)] == ["", ""]
     read = captions(out)  # the whole page is one band: a word or two of the engraving's hatching may come along
     assert len(read) == 2 and all(text.endswith("the imperial palace at peterhof") for text in read), read
@@ -133,9 +135,10 @@ def test_overlapping_bands_are_read_once() -> None:
 
 
 def test_no_ocr_reads_nothing_from_the_pixels(tmp_path: Path) -> None:
-    run(
+    summary = run(
         [scanned_plate(tmp_path / "plate.pdf")], tmp_path / "out", Options(min_side=64, ocr=False), Execution(workers=1)
     )
+    assert summary.ocr_pages == 0 and "OCR" not in summary.describe()
     assert captions(tmp_path / "out") == ["monochrome line art"]
 
 

@@ -78,7 +78,7 @@ MUTATIONS = (
              ("tests/test_ocr.py::test_a_page_is_read_with_its_own_packs_after_its_first_words",)),
     Mutation("a whole page rendered at once for OCR", "pipeline/ocr.py",
              "            yield from _page_top_down(page, zoom, scan)",
-             '            yield from _strips(render(page, zoom, "gray", None, scan))',
+             '            yield from (render(page, zoom, "gray", None, scan)[top:] for top in [0])',
              ("tests/test_ocr.py::test_a_whole_page_of_type_is_read_only_until_a_caption_is_full",)),
     Mutation("a Tesseract crash not retried without OCR", "pipeline/distributor.py",
              "tries = [options, replace(options, ocr=False)] if options.ocr else [options]", "tries = [options]",

@@ -9,9 +9,9 @@ better so and misreads hatching less) and read by the process's Tesseract engine
 Words Tesseract is unsure of, and boxes too narrow for their letters (hatching read as ``WW``), are dropped, the
 rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 
-Only the words a caption uses are read: the band's parts (above the picture, the picture, below it) one after
-another, each in strips, until the caption's :data:`pipeline.words.MAX_WORDS` are found; a page without picture
-boxes from its first lines down, rendered a strip at a time. The default packs are narrowed on each page to those
+Only the words a caption uses are read: band after band until the caption's :data:`pipeline.words.MAX_WORDS` are
+found; a page without picture boxes from its first lines down, a strip at a time, each rendered alone. The default
+packs are narrowed on each page to those
 that read its first words (:func:`_narrowed`): five packs read a band about four times slower than one. Without
 Tesseract's packs the run goes on without OCR; without some of the default set it reads with the others (a set
 named with ``--ocr-lang`` is read whole or not at all): :func:`ocr_note` says so once, in the main process;
@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import pipeline.words
@@ -55,7 +55,7 @@ GAP_MM = 10.0
 MAX_PIXELS = 16_000_000
 """Largest band Tesseract is given: a whole newspaper page at 300 dpi is ~30 MP, and minutes of work."""
 STRIP_PIXELS = 400_000
-"""A part is read top down in strips of about this many pixels until a caption's :data:`pipeline.words.MAX_WORDS`
+"""A whole page is read top down in strips of about this many pixels until a caption's :data:`pipeline.words.MAX_WORDS`
 are found: a strip of dense type (~60 words) takes Tesseract a third of a second, a whole newspaper page minutes;
 the engine stays loaded, so a strip more costs its pixels only."""
 MIN_STRIP_ROWS = 150
@@ -182,11 +182,9 @@ def confident(found: Sequence[tesseract.Word]) -> list[tesseract.Word]:
     for word in found:
         text = word.text.strip()
         if text and word.confidence >= MIN_CONFIDENCE and word.width >= MIN_ASPECT * word.height * len(text):
-            kept.append(tesseract.Word(unicodedata.normalize("NFKC", text), word.confidence, word.width,
-                                       word.height, word.line_end, word.lang))  # fmt: skip
+            kept.append(replace(word, text=unicodedata.normalize("NFKC", text)))
         elif word.line_end and kept and not kept[-1].line_end:
-            last = kept[-1]
-            kept[-1] = tesseract.Word(last.text, last.confidence, last.width, last.height, True, last.lang)
+            kept[-1] = replace(kept[-1], line_end=True)
     return kept
 
 
@@ -232,20 +230,10 @@ def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
     return np.vstack([part for strip in strips[:-1] for part in (strip, white)] + [strips[-1]])
 
 
-def _strips(pixels: np.ndarray) -> Iterator[np.ndarray]:
-    """``pixels`` top down in strips of :data:`STRIP_PIXELS`, each cut at the whitest row near its end (between
-    two lines of type)."""
-    height, width = pixels.shape[:2]
-    rows, top = _first_rows(width), 0
-    while top < height:
-        end = _cut(pixels[top : top + rows], height - top <= rows)
-        yield pixels[top : top + end]
-        top += end
-
-
 def _page_top_down(page: pymupdf.Page, zoom: float, scan: Scan | None) -> Iterator[np.ndarray]:
-    """:func:`_strips` of a whole page at ``zoom``, each strip rendered alone: a newspaper page at 300 dpi is
-    ~30 MB of grey that the caption's first lines do not need."""
+    """A whole page at ``zoom``, top down, in strips of :data:`STRIP_PIXELS`, each cut at the whitest row near its
+    end (between two lines of type) and rendered alone: a newspaper page at 300 dpi is ~30 MB of grey that the
+    caption's first lines do not need."""
     from pipeline.render import render
 
     width, height = round(page.rect.width * zoom), round(page.rect.height * zoom)

@@ -61,26 +61,35 @@ def _tessdata(prefix: str | None) -> Path | None:
 
 def packs() -> frozenset[str]:
     """The language packs installed (none without a :func:`tessdata` folder)."""
-    folder = tessdata()
+    return _packs(tessdata())
+
+
+@cache
+def _packs(folder: Path | None) -> frozenset[str]:
     return frozenset(path.stem for path in folder.glob("*.traineddata")) if folder else frozenset()
 
 
 def unavailable(lang: str) -> str:
-    """Why Tesseract cannot read ``lang`` (packs joined by ``+``) here; empty when it can."""
+    """Why Tesseract cannot read ``lang`` (packs joined by ``+``) here; empty when it can. Asked once per process
+    for each language argument and ``$TESSDATA_PREFIX``: a worker asks it for every picture it reads words of."""
+    return _unavailable(lang, os.environ.get("TESSDATA_PREFIX"))
+
+
+@cache
+def _unavailable(lang: str, prefix: str | None) -> str:
     try:
         import tesserocr  # noqa: F401 - only whether it is there
     except ImportError as exc:
         return f"tesserocr is not installed or does not load (pip install tesserocr; {exc})"
-    folder = tessdata()
+    folder = _tessdata(prefix)
     if folder is None:
-        where = os.environ.get("TESSDATA_PREFIX")
         return (
-            f"no Tesseract language packs in $TESSDATA_PREFIX={where!r}"
-            if where is not None
+            f"no Tesseract language packs in $TESSDATA_PREFIX={prefix!r}"
+            if prefix is not None
             else "no Tesseract language packs found (apt-get install tesseract-ocr-eng, brew install tesseract-lang; "
             "or set $TESSDATA_PREFIX to their folder)"
         )
-    have = packs()
+    have = _packs(folder)
     missing = [name for name in lang.split("+") if name not in have]
     if missing:
         apt = " ".join(f"tesseract-ocr-{name.lower()}" for name in missing if "/" not in name)

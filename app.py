@@ -30,7 +30,7 @@ with checks.Space(
     # ------------------------------------------------------------ the cattle tab
     cattle.classify_btn.click(
         triage.show_case,
-        inputs=[cattle.photo, cattle.more_photos, cattle.language, cattle.region],
+        inputs=[cattle.photo, cattle.more_photos, cattle.animal, cattle.language, cattle.region],
         outputs=[*cattle.shown_case(), cattle.last_case],
         api_visibility="private",
         concurrency_limit=2,
@@ -39,24 +39,28 @@ with checks.Space(
     gr.on(  # no trigger on the page: /classify is for programs, in English (the page's button: show_case)
         [],
         triage.classify,
-        inputs=[cattle.photo, cattle.more_photos],
+        inputs=[cattle.photo, cattle.more_photos, cattle.animal],  # a call without the animal: cattle, as before
         outputs=[cattle.verdict, cattle.scores, cattle.details],
         api_name="classify",
         concurrency_limit=2,
         concurrency_id="classify",
     )
     demo.load(triage.start, outputs=[cattle.language, cattle.region], queue=False, api_visibility="private")
-    cattle.language.change(
-        triage.relabel,
-        inputs=[cattle.language, cattle.region, cattle.last_case],
-        outputs=[*cattle.relabelled(), *cattle.shown_case()],
-        queue=False,
-        api_visibility="private",
-    )
-    cattle.region.change(
-        triage.reword,
-        inputs=[cattle.language, cattle.region, cattle.last_case],
-        outputs=cattle.shown_case(),
+    for switch, handler, shown in (  # through the queue: each rewording writes a fresh case report (PDF)
+        (cattle.language, triage.relabel, [*cattle.relabelled(), *cattle.shown_case()]),
+        (cattle.region, triage.reword, cattle.shown_case()),
+    ):
+        switch.change(
+            handler,
+            inputs=[cattle.language, cattle.region, cattle.last_case],
+            outputs=shown,
+            api_visibility="private",
+            concurrency_limit=4,
+            concurrency_id="reword",
+        )
+    cattle.animal.input(  # what was shown was answered for the animal chosen before
+        triage.animal_changed,
+        outputs=[*cattle.shown_case(), cattle.last_case],
         queue=False,
         api_visibility="private",
     )
@@ -157,7 +161,12 @@ with checks.Space(
 # A free Space has 2 vCPUs: at most PDF_JOBS PDF jobs at a time, a short queue rather than an unbounded backlog.
 demo.queue(default_concurrency_limit=1, max_size=16)
 
-LAUNCH_KWARGS = {"max_file_size": settings.MAX_FILE_SIZE, "theme": gr.themes.Soft(), "css": layout.CSS}
+LAUNCH_KWARGS = {
+    "max_file_size": settings.MAX_FILE_SIZE,
+    "theme": gr.themes.Soft(),
+    "css": layout.CSS,
+    "head": layout.SHRINK_HEAD,
+}
 
 
 def _stop(*_: object) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from models.animals import OTHER_ANIMAL
 from models.i18n import ENGLISH, text, translate
 from models.triage import INCONCLUSIVE, NOT_CATTLE, NOTIFIABLE, UNUSABLE, CaseVerdict, PhotoVerdict
 
@@ -23,7 +24,7 @@ NOT_RULED_OUT = 0.25
 """An *inconclusive* answer names a notifiable disease (and gives its advice) from this probability on: a healthy-
 looking zebu at 46 % lumpy skin must not read as a plain "retake the photos"."""
 
-VERDICTS = ("lumpy_skin", "fmd", "normal_skin", NOT_CATTLE, INCONCLUSIVE, UNUSABLE)
+VERDICTS = ("lumpy_skin", "fmd", "normal_skin", NOT_CATTLE, INCONCLUSIVE, UNUSABLE, OTHER_ANIMAL)
 NOTIFIABLE_ADVICE = {label: text(f"advice.{label}") for label in NOTIFIABLE}
 RETAKE_ADVICE = text("advice.retake")
 PHOTO_GUIDE = text("guide.body")
@@ -59,6 +60,8 @@ def name(label: str, lang: str = ENGLISH) -> str:
 def headline(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     """The verdict worded as sure as the model is (see the module docstring)."""
     verdict, probs = case.verdict, case.probabilities
+    if verdict == OTHER_ANIMAL:
+        return text(f"headline.animal.{_animal(case)}", lang)
     if verdict in NOTIFIABLE:
         p = probs.get(verdict, 0.0)
         key = "headline.likely" if p >= SURE else "headline.possible"
@@ -99,6 +102,17 @@ def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
     return max(diseases, key=diseases.get) if diseases else None
 
 
+def _animal(case: CaseVerdict | PhotoVerdict) -> str:
+    """The animal of an answer (a photo's own answer: cattle unless its case says otherwise)."""
+    return getattr(case, "animal", "cattle")
+
+
+def calls_vet(case: CaseVerdict | PhotoVerdict) -> bool:
+    """Whether the page and the report show whom to call: a notifiable disease suspected (:func:`to_report`), or an
+    animal the scanner was not made for, whose notifiable signs the advice lists."""
+    return case.verdict == OTHER_ANIMAL or to_report(case) is not None
+
+
 def to_report(case: CaseVerdict | PhotoVerdict) -> str | None:
     """The notifiable disease this answer asks to report (its verdict, or the one an inconclusive answer leans
     to), else ``None``: when the page shows whom to call."""
@@ -112,6 +126,8 @@ def advice(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str:
     watch for after a healthy answer, how to retake the photos otherwise."""
     verdict = case.verdict
     retake = text("advice.retake", lang)
+    if verdict == OTHER_ANIMAL:
+        return text(f"advice.animal.{_animal(case)}", lang)
     if verdict in NOTIFIABLE:
         return text(f"advice.{verdict}", lang)
     if verdict == INCONCLUSIVE:
@@ -132,7 +148,7 @@ def sureness(case: CaseVerdict | PhotoVerdict, lang: str = ENGLISH) -> str | Non
     """How sure the model is, in words (the case report's line for people who do not read percentages), or
     ``None`` for a picture that was not judged."""
     verdict = case.verdict
-    if verdict == UNUSABLE:
+    if verdict in (UNUSABLE, OTHER_ANIMAL):
         return None
     if verdict == INCONCLUSIVE:
         return text("sure.unsure", lang)

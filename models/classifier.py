@@ -71,6 +71,12 @@ MAX_IMAGES = 8
 MAX_PIXELS = 40_000_000
 """Refuse decompression bombs before PIL decodes them (a 40 MP photo is already far above any phone's)."""
 
+READ_SIDE = 1024
+"""Every photo is read with its long side at most this (the model looks at 320 px; the page's preview and the case
+report at less): a 12 MP phone photo decoded whole is 36 MB, eight of them in a case were 3.2 GB of the server's
+memory with the model's copies. JPEG is decoded at a reduced scale directly (``Image.draft``). The browser shrinks a
+photo to the same size before it uploads it (``space/shrink.js``); training reads its photos this way too."""
+
 Policy = Literal["per_request", "resident"]
 
 register_heif_opener()  # PIL opens HEIC/HEIF (an iPhone's default photo format) like any other image
@@ -156,7 +162,10 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
                 raise ImageInputError(
                     i18n.text("error.too_large", name=name, size=f"{width}x{height}", mp=MAX_PIXELS // 1_000_000)
                 )
-            return _eight_bit(ImageOps.exif_transpose(im)).convert("RGB")
+            im.draft(None, _fitted(im.size, READ_SIDE))  # JPEG: decoded at 1/2, 1/4 or 1/8 scale, never below
+            photo = _eight_bit(ImageOps.exif_transpose(im)).convert("RGB")
+            photo.thumbnail((READ_SIDE, READ_SIDE), Image.Resampling.LANCZOS)
+            return photo
     except Image.DecompressionBombError:
         raise ImageInputError(i18n.text("error.bomb", name=name, mp=MAX_PIXELS // 1_000_000)) from None
     except UnidentifiedImageError:
@@ -168,6 +177,13 @@ def read_photo(path: str | os.PathLike[str]) -> Image.Image:
     except Exception as exc:  # noqa: BLE001 - truncated data, bad chunks, libheif's RuntimeError, EOFError…
         reason = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
         raise ImageInputError(i18n.text("error.damaged", name=name, reason=reason)) from None
+
+
+def _fitted(size: tuple[int, int], longest: int) -> tuple[int, int]:
+    """``size`` shrunk (aspect kept) until its long side is at most ``longest``: the size asked of ``draft``, which
+    decodes at the smallest scale still at least this large both ways."""
+    scale = min(1.0, longest / max(size))
+    return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
 def _eight_bit(im: Image.Image) -> Image.Image:

@@ -233,6 +233,8 @@ class CaseVerdict:
     verdict: str
     probabilities: dict[str, float]
     photos: list[PhotoVerdict] = field(default_factory=list)
+    animal: str = "cattle"
+    """The animal the visitor said the photos show (``models.animals``); only cattle are judged by the model."""
 
 
 def photo_verdicts(policy: Policy, logits: np.ndarray, distances: np.ndarray | None = None) -> list[PhotoVerdict]:

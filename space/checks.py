@@ -27,6 +27,9 @@ class Space(gr.Blocks):
     ) -> list[Any]:
         where = f"/{block_fn.api_name or block_fn.name}"
         names = input_names(block_fn)
+        missing = len(names) - len(inputs)
+        if inputs and missing > 0:  # an older program's call, without the parameters added since
+            inputs = [*inputs, *optional_defaults(block_fn)[-missing:]]
         if len(inputs) < len(names):
             raise request_error(
                 f"{where} takes {len(names)} values ({', '.join(names)}), not {len(inputs)}: send None for one "
@@ -55,6 +58,18 @@ class Space(gr.Blocks):
 def request_error(message: str) -> gr.Error:
     """A program's mistake: its message is the answer, nothing for the server log."""
     return gr.Error(message, title="Wrong request", print_exception=False)
+
+
+def optional_defaults(block_fn: BlockFunction) -> list[Any]:
+    """The defaults of the handler's last parameters that have one (``animal``, added to ``/classify`` later): an
+    older program's request without them keeps working."""
+    parameters = list(inspect.signature(block_fn.fn).parameters.values())[: len(block_fn.inputs)] if block_fn.fn else []
+    defaults: list[Any] = []
+    for parameter in reversed(parameters):
+        if parameter.default is inspect.Parameter.empty:
+            break
+        defaults.insert(0, parameter.default)
+    return defaults
 
 
 def input_names(block_fn: BlockFunction) -> list[str]:

@@ -5,12 +5,13 @@ names them (``cattle.photo``) and a tab's look changes here without touching its
 """
 
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import TypeVar
 
 import gradio as gr
 
 import models
-from models import advice, framing, i18n
+from models import advice, animals, framing, i18n
 from pipeline import Options
 from pipeline.fit import MODES as FIT_MODES
 from pipeline.judges import DEFAULT_JUDGE, JUDGES, threshold_of
@@ -36,6 +37,8 @@ CSS = """
 
 TO_REVIEW_TOP = "() => document.querySelector('#review-where')?.scrollIntoView({block: 'start'})"
 """In the browser, after a page turn: Next is pressed below the table, and the new page starts with its pictures."""
+SHRINK_HEAD = f"<script>{Path(__file__).with_name('shrink.js').read_text(encoding='utf-8')}</script>"
+"""The page's head: the script that shrinks the cattle tab's photos in the browser before they upload."""
 PHOTO_TYPES = ["image", ".heic", ".heif"]
 """Desktop browsers give an iPhone's HEIC photos no image type: without their extensions Gradio refuses them."""
 T = TypeVar("T")
@@ -52,6 +55,7 @@ class CattleTab:
     photo_guide: gr.Accordion
     photo_guide_text: gr.Markdown
     photo_framing: gr.HTML
+    animal: gr.Radio
     photo: gr.File
     photo_preview: gr.Image
     more_box: gr.Accordion
@@ -71,7 +75,7 @@ class CattleTab:
         return [
             *(self.tab, self.triage_note, self.photo_guide, self.photo_guide_text, self.photo_framing, self.photo),
             *(self.photo_preview, self.more_box, self.more_photos, self.classify_btn, self.verdict, self.scores),
-            *(self.region, self.report_note),
+            *(self.region, self.report_note, self.animal),
         ]
 
     def shown_case(self) -> list[gr.components.Component]:
@@ -94,6 +98,9 @@ def cattle_tab() -> CattleTab:
             photo_framing = gr.HTML(framing.figures(), elem_id="photo-framing")
         with gr.Row():
             with gr.Column():
+                animal = gr.Radio(
+                    animals.choices(), value=animals.CATTLE, label=i18n.text("animal.label"), elem_id="animal"
+                )  # the model judges cattle only: another animal gets its own advice (models.animals)
                 photo = gr.File(
                     label=i18n.text("photo.label"), file_types=PHOTO_TYPES, type="filepath", height=140,
                     elem_id="photo",

@@ -141,6 +141,22 @@ def encrypted_pdf(path: Path) -> Path:
     return path
 
 
+def phone_photo(path: Path, width: int = 4000, height: int = 3000, seed: int = 0) -> Path:
+    """A 12 MP phone photo of about 4 MB (sensor grain keeps a JPEG that large), stored sideways with EXIF
+    orientation 6 as phones store portraits: its stored left half is red, so upright its top is."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width].astype(np.float32)
+    base = np.stack(
+        [120 + 60 * np.sin(x / 97) * np.cos(y / 53), 90 + 40 * np.sin((x + y) / 71), 60 + 30 * np.cos(x / 37)], -1
+    )
+    base[:, : width // 2, 0] += 90
+    pixels = np.clip(base + rng.normal(0, 11, base.shape), 0, 255).astype(np.uint8)
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(pixels).save(path, "JPEG", quality=90, exif=exif)
+    return path
+
+
 def save_heic(image: Image.Image, path: Path) -> Path:
     """A HEIC photo, as an iPhone saves it, written without registering PIL's HEIC opener in the test process:
     the code under test must register it itself."""

@@ -219,7 +219,7 @@ def test_raw_calls_of_the_wrong_shape_get_one_sentence(app: ModuleType, files: d
     which Gradio does not take for a file, so a ``gr.api`` handler would have opened that path on the server."""
     server_file = {"path": str(files["photo"]), "meta": META}  # a path on the server, never uploaded
     cases = {
-        "too few values": ([], f"/{api_name} takes 2 values (photo, more_photos), not 0"),
+        "too few values": ([], f"/{api_name} takes 3 values (photo, more_photos, animal), not 0"),
         "a file never uploaded": ([server_file, None], f"/{api_name}: a file in the request was never uploaded here"),
         "a bare path": ([{"path": str(files["photo"])}, None], ONE_FILE + "a dict without handle_file's meta."),
     }
@@ -765,10 +765,12 @@ def fresh_app(app_model: Path) -> tuple[ModuleType, dict[str, dict[str, object]]
 def test_only_the_classify_handlers_ask_for_a_gpu_for_gpu_duration(
     fresh_app: tuple[ModuleType, dict[str, dict[str, object]], int],
 ) -> None:
-    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot; only the captioning
-    model's call for a page (``describe``, when the owner sets ``CAPTIONER``) asks for one, for its own duration."""
+    """The PDF job runs on the CPU and must not take (and be charged for) a ZeroGPU slot, nor another animal's photos
+    (no model judges them): only the cattle classifier's handler (``judged``, which both classify endpoints call for
+    cattle) and the captioning model's call for a page (``describe``, when the owner sets ``CAPTIONER``) ask for one,
+    each for its own duration."""
     module, requests, _ = fresh_app
-    assert requests == {"classify": {"duration": 7}, "classify_json": {"duration": 7}, "describe": {"duration": 30}}
+    assert requests == {"judged": {"duration": 7}, "describe": {"duration": 30}}
     handlers = {fn.api_name: fn.fn for fn in module.demo.fns.values() if fn.api_name}
     triage = module.triage
     assert handlers["classify"] is triage.classify and handlers["classify_json"] is triage.classify_json
@@ -806,3 +808,60 @@ def test_the_owners_captioning_model_describes_each_written_image(
     assert captioner.STATS.loads == loads + 2 and captioner.STATS.offloads == captioner.STATS.loads
     client.predict(pdf, "40", 256, "sigma", "square", caption="{kind}", api_name="/pdf_to_dataset")
     assert captioner.STATS.loads == loads + 2
+
+
+def test_the_animal_is_a_parameter_with_cattle_as_its_default(client: Client) -> None:
+    """``animal`` came after programs called ``/classify``: it is optional, and a call without it means cattle."""
+    endpoints = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
+    for api_name in ("/classify", "/classify_json"):
+        params = {p["parameter_name"]: p for p in endpoints[api_name]["parameters"]}
+        assert params["animal"]["parameter_has_default"] and params["animal"]["parameter_default"] == "cattle"
+
+
+@pytest.mark.parametrize("api_name", ["classify", "classify_json"])
+def test_a_programs_call_without_the_animal_still_gets_a_cattle_verdict(
+    app: ModuleType, files: dict[str, Path], api_name: str
+) -> None:
+    """A hand-written request of the shape sent before ``animal`` existed: two values, judged by the model."""
+    base = app.demo.local_url.rstrip("/") + "/gradio_api/"
+    with open(files["photo"], "rb") as handle:
+        (uploaded,) = httpx.post(base + "upload", files={"files": ("cow.jpg", handle)}, timeout=30).json()
+    photo = {"path": uploaded, "meta": META, "orig_name": "cow.jpg"}
+    loads = models.STATS.loads
+    answer = _raw_call(app, api_name, [photo, None])
+    assert "event: complete" in answer, answer
+    assert models.STATS.loads == loads + 1, "the model judged it"
+    payload = json.loads(answer.split("data: ", 1)[1])
+    if api_name == "classify_json":
+        assert payload[0]["animal"] == "cattle" and payload[0]["verdict"] in LABELS.values()
+    else:
+        assert payload[0]["label"].rsplit(" (", 1)[0] in LABELS.values()
+
+
+def test_a_goats_photos_get_no_cattle_verdict_but_the_species_advice_and_whom_to_call(
+    client: Client, files: dict[str, Path]
+) -> None:
+    """Goats, sheep and pigs live beside the cattle and FMD is a disease of all of them: their photos get that
+    species' notifiable signs and the contacts, never a cattle verdict, and no model is loaded for them."""
+    loads = models.STATS.loads
+    result = client.predict(
+        handle_file(files["photo"]), [handle_file(files["photo2"])], "goat", api_name="/classify_json"
+    )
+    assert result["verdict"] == "other_animal" and result["animal"] == "goat_sheep" and result["model"] is None
+    assert [p["verdict"] for p in result["photos"]] == ["other_animal"] * 2
+    assert "Foot-and-mouth disease" in result["advice"] and "PPR" in result["advice"]
+    verdict, scores, details = client.predict(handle_file(files["photo"]), None, "pig", api_name="/classify")
+    assert verdict["label"].startswith("Pig: no verdict") and not scores.get("confidences")
+    assert "African swine fever" in details and "Who to call" in details, details
+    assert "Model:" not in details and "| photo |" not in details, "no table of answers the model did not give"
+    assert models.STATS.loads == loads, "no model loaded for another animal's photos"
+
+
+def test_an_unknown_animal_or_a_file_that_is_no_photo_is_one_sentence(
+    client: Client, files: dict[str, Path], tmp_path: Path
+) -> None:
+    message = _error(client, handle_file(files["photo"]), None, "horsey", api_name="/classify_json")
+    assert "Unknown animal horsey: choose one of cattle, goat_sheep, pig, other." in message
+    (tmp_path / "notes.jpg").write_text("not a photo")
+    message = _error(client, handle_file(tmp_path / "notes.jpg"), None, "goat_sheep", api_name="/classify")
+    assert "notes.jpg is not an image that can be read" in message

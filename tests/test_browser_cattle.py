@@ -99,8 +99,8 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     page.reload()  # a new case; the page starts in the browser's language again
     expect(page.get_by_role("radio", name="हिन्दी")).to_be_checked(timeout=30_000)
     _classify(page, app, fixed_models["not_cattle"], files["photo2"])
-    expect(page.locator("#verdict")).to_contain_text("यह पशु की फ़ोटो नहीं है", timeout=60_000)
-    expect(details).to_contain_text("इस फ़ोटो में पशु नहीं दिखता")
+    expect(page.locator("#verdict")).to_contain_text("यह गाय-भैंस की फ़ोटो नहीं है", timeout=60_000)
+    expect(details).to_contain_text("इस फ़ोटो में गाय-भैंस नहीं दिखती")
     expect(details).not_to_contain_text("किसे फ़ोन करें")  # no one to call about a photo without cattle
     page.screenshot(path=screenshots / "i18n-4-not-cattle-hindi.png", full_page=True)
     _no_sideways_scroll(page)

@@ -114,7 +114,7 @@ def test_the_model_version_names_its_weights(app_model: Path) -> None:
 
 def test_the_page_offers_the_report_in_its_language(lumpy_app: ModuleType, files: dict[str, Path]) -> None:
     photos = [str(files["photo"]), [str(files["photo2"])]]
-    headline, _, _, button, box, state = lumpy_app.triage.show_case(*photos, "hi", None)
+    headline, _, _, button, box, state = lumpy_app.triage.show_case(*photos, "cattle", "hi", None)
     assert headline.startswith("लम्पी स्किन रोग")
     assert button.endswith("-hi.pdf") and box.visible
     assert "नतीजा" in _read(Path(button))[1]
@@ -128,12 +128,12 @@ def test_the_api_for_programs_is_unchanged_by_the_pages_language(app: ModuleType
     the page's own Classify is not an endpoint of its own."""
     client = Client(app.demo.local_url, verbose=False, headers={"Accept-Language": "hi-IN,hi;q=0.9"})
     api = client.view_api(print_info=False, return_format="dict")["named_endpoints"]
-    assert [p["parameter_name"] for p in api["/classify_json"]["parameters"]] == ["photo", "more_photos"]
-    assert [p["parameter_name"] for p in api["/classify"]["parameters"]] == ["photo", "more_photos"]
+    assert [p["parameter_name"] for p in api["/classify_json"]["parameters"]] == ["photo", "more_photos", "animal"]
+    assert [p["parameter_name"] for p in api["/classify"]["parameters"]] == ["photo", "more_photos", "animal"]
     assert len(api["/classify"]["returns"]) == 3
     assert "/show_case" not in api
     result = client.predict(handle_file(files["photo"]), [handle_file(files["photo2"])], api_name="/classify_json")
-    assert set(result) == {"verdict", "probabilities", "photos", "model"}
+    assert set(result) == {"verdict", "probabilities", "animal", "advice", "photos", "model"}
     labels = set(result["probabilities"])
     assert result["verdict"] in labels and all(p["verdict"] in labels for p in result["photos"])
     assert not DEVANAGARI.search(json.dumps(result, ensure_ascii=False))

@@ -104,7 +104,7 @@ def test_a_notifiable_verdict_shows_whom_to_call(
     verdict, _, details = client.predict(handle_file(files["photo"]), api_name="/classify")
     assert verdict["label"].startswith("Likely lumpy skin disease")
     assert "**Who to call**" in details and "[+00 0000 0001](tel:+0000000001)" in details
-    _, _, details, *_ = lumpy_app.triage.show_case(str(files["photo"]), None, "hi", "Testland South")
+    _, _, details, *_ = lumpy_app.triage.show_case(str(files["photo"]), None, "cattle", "hi", "Testland South")
     assert "+00 0000 0002" in details and "0001" not in details, "the page shows the region picked"
 
     monkeypatch.setattr(lumpy_app.triage, "CONTACTS", {})

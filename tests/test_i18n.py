@@ -83,7 +83,7 @@ def test_verdicts_and_advice_in_hindi_name_the_diseases_as_farmers_know_them() -
     assert advice.headline(fmd, "hi").startswith("खुरपका-मुंहपका रोग (FMD) हो सकता है (55%)")
     leaning = _case(triage.INCONCLUSIVE, 0.1, 0.35, 0.55)
     assert "खुरपका-मुंहपका रोग (FMD) से इनकार नहीं" in advice.headline(leaning, "hi")
-    assert advice.headline(_case(triage.NOT_CATTLE, 0.3, 0.3, 0.4), "hi") == "यह पशु की फ़ोटो नहीं है — जाँच नहीं हुई"
+    assert advice.headline(_case(triage.NOT_CATTLE, 0.3, 0.3, 0.4), "hi") == "यह गाय-भैंस की फ़ोटो नहीं है — जाँच नहीं हुई"
     assert advice.percent(0.999, "hi") == "99% से ज़्यादा"
     for verdict in ("lumpy_skin", "fmd", "normal_skin", triage.NOT_CATTLE, triage.INCONCLUSIVE, triage.UNUSABLE):
         assert DEVANAGARI.search(advice.headline(_case(verdict, 0.4, 0.3, 0.3), "hi"))
@@ -133,13 +133,13 @@ def test_the_pages_errors_are_in_the_visitors_language(app: ModuleType, tmp_path
     import gradio as gr
 
     with pytest.raises(gr.Error) as info:
-        app.triage.show_case(None, None, "hi", None)
+        app.triage.show_case(None, None, "cattle", "hi", None)
     assert info.value.message.startswith("कोई फ़ोटो नहीं") and info.value.title == "जाँच नहीं हो सकी"
     fake = tmp_path / "fake.jpg"
     fake.write_text("this is a text file, not a photo")
     with pytest.raises(gr.Error) as info:
-        app.triage.show_case(str(fake), None, "hi", None)
+        app.triage.show_case(str(fake), None, "cattle", "hi", None)
     assert info.value.message.startswith("fake.jpg फ़ोटो के रूप में नहीं खुल रही"), info.value.message
     with pytest.raises(gr.Error) as info:
-        app.triage.show_case(str(fake), None, "en", None)
+        app.triage.show_case(str(fake), None, "cattle", "en", None)
     assert info.value.message == "fake.jpg is not an image that can be read (expected a JPEG, PNG, WebP or HEIC photo)."

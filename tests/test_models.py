@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import torch
 from factories import save_heic
-from PIL import Image
+from PIL import Image, ImageOps
 from safetensors.torch import load_file
 from transformers import ViTConfig, ViTForImageClassification, ViTImageProcessor
 
@@ -251,6 +251,38 @@ def test_a_16_bit_or_float_grey_photo_is_read_by_its_range_not_clipped_white(
     grey = np.asarray(photo.convert("L"), dtype=np.float64)
     assert abs(grey.mean() - ramp.clip(0, 1).mean() * 255) < 3 and grey.std() > 40
     assert models.unusable_reason(photo) is None
+
+
+def test_a_phone_photo_is_read_shrunk_to_read_side_and_decoded_at_a_reduced_scale(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 12 MP phone photo decoded whole is 36 MB, and eight of them in a case were 3.2 GB of the server's memory:
+    it is read with its long side at READ_SIDE, the JPEG decoded at 1/2 scale (4000 x 3000 -> 2000 x 1500), not whole,
+    upright, the same pixels as the whole photo shrunk; a photo under READ_SIDE is read as it is."""
+    exif = Image.Exif()
+    exif[0x0112] = 6  # stored sideways
+    _halves((4000, 3000)).save(tmp_path / "phone.jpg", exif=exif, quality=90)
+    decoded: list[tuple[int, int]] = []
+    real_load = Image.Image.load
+
+    def load(self: Image.Image) -> object:
+        out = real_load(self)
+        if self.format == "JPEG":
+            decoded.append(self.size)
+        return out
+
+    monkeypatch.setattr(Image.Image, "load", load)
+    photo = models.read_photo(tmp_path / "phone.jpg")
+    assert photo.size == (768, 1024) and models.READ_SIDE == 1024
+    assert decoded and max(w * h for w, h in decoded) == 2000 * 1500, decoded
+    assert photo.getpixel((384, 100))[0] > 200 and photo.getpixel((384, 900))[2] > 200, "stored left is the top"
+    monkeypatch.undo()
+    with Image.open(tmp_path / "phone.jpg") as im:
+        whole = ImageOps.exif_transpose(im).convert("RGB")
+    whole.thumbnail((1024, 1024), Image.Resampling.LANCZOS)
+    assert np.abs(np.asarray(whole, np.int16) - np.asarray(photo, np.int16)).mean() < 2
+    _halves((900, 600)).save(tmp_path / "small.png")
+    assert models.read_photo(tmp_path / "small.png").size == (900, 600)
 
 
 def test_heic_photos_from_an_iphone_open_like_jpegs(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ with checks.Space(
             api_visibility="private",
             concurrency_limit=4,
             concurrency_id="reword",
+            show_progress="hidden",  # the page's own texts: no veil over the tab for a moment
         )
     cattle.animal.input(  # what was shown was answered for the animal chosen before
         triage.animal_changed,

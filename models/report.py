@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pymupdf
 
-from models import advice, contacts
+from models import advice, animals, contacts
 from models.classifier import photo_preview
 from models.i18n import ENGLISH, text
 from models.triage import CaseVerdict
@@ -135,21 +135,22 @@ def build(
 
     headline = advice.headline(case, lang)
     sure = advice.sureness(case, lang)
+    judged = animals.covered(case.animal)  # another animal's photos: no model, no numbers
+    used = f" · {html.escape(text('report.model', lang))}: {html.escape(model)}" if judged else ""
     body = [
         f"<h1>{html.escape(text('report.title', lang))}</h1>",
-        f'<p class="meta">{html.escape(text("report.date", lang))}: {when:%Y-%m-%d %H:%M %Z}'
-        f" · {html.escape(text('report.model', lang))}: {html.escape(model)}</p>",
+        f'<p class="meta">{html.escape(text("report.date", lang))}: {when:%Y-%m-%d %H:%M %Z}{used}</p>',
         f"<h2>{html.escape(text('report.result', lang))}</h2>",
         f'<p class="headline">{html.escape(headline)}</p>',
         f"<p>{html.escape(text('report.sure', lang))}: {html.escape(sure)}</p>" if sure else "",
         f"<h2>{html.escape(text('report.photos', lang))}</h2>",
         pictures,
-        f'<p class="small">{html.escape(text("report.numbers", lang))}</p>',
-        f'<table class="numbers">{"".join(lines)}</table>',
+        f'<p class="small">{html.escape(text("report.numbers", lang))}</p>' if judged else "",
+        f'<table class="numbers">{"".join(lines)}</table>' if judged else "",
         f"<h2>{html.escape(text('report.advice', lang))}</h2>",
         _html(advice.advice(case, lang)),
     ]
-    if advice.to_report(case):
+    if advice.calls_vet(case):
         body += [
             f"<h2>{html.escape(text('report.contacts', lang))}</h2>",
             _contacts_html(configured or {}, region, lang),

@@ -865,3 +865,13 @@ def test_an_unknown_animal_or_a_file_that_is_no_photo_is_one_sentence(
     (tmp_path / "notes.jpg").write_text("not a photo")
     message = _error(client, handle_file(tmp_path / "notes.jpg"), None, "goat_sheep", api_name="/classify")
     assert "notes.jpg is not an image that can be read" in message
+
+
+def test_the_language_and_region_switches_go_through_the_queue(app: ModuleType) -> None:
+    """Each switch words the case again and writes a fresh case report (a PDF): work the queue must count, with a
+    limit of its own, not requests that bypass it (and no progress veil over the whole tab while it does)."""
+    switches = [fn for fn in app.demo.fns.values() if fn.fn in (app.triage.relabel, app.triage.reword)]
+    assert len(switches) == 2
+    for fn in switches:
+        assert fn.queue and fn.concurrency_id == "reword" and fn.concurrency_limit == 4
+        assert fn.show_progress == "hidden"

@@ -13,7 +13,7 @@ import pymupdf
 import pytest
 from fixed_models import save_fixed_model, write_contacts
 from playwright.sync_api import Browser, Page, expect
-from test_browser import PHONE, _file_input, _no_sideways_scroll
+from test_browser import LAPTOP, PHONE, _file_input, _no_sideways_scroll
 
 import models
 from models import contacts, i18n
@@ -104,4 +104,55 @@ def test_a_hindi_phone_reads_the_scanner_in_hindi_and_switches_to_english(
     expect(details).not_to_contain_text("किसे फ़ोन करें")  # no one to call about a photo without cattle
     page.screenshot(path=screenshots / "i18n-4-not-cattle-hindi.png", full_page=True)
     _no_sideways_scroll(page)
+    context.close()
+
+
+@pytest.mark.parametrize(("lang", "viewport"), [("en", PHONE), ("hi", PHONE), ("en", LAPTOP), ("hi", LAPTOP)])
+def test_a_goat_chosen_gets_no_cattle_verdict_but_its_signs_and_whom_to_call(
+    browser: Browser,
+    app: ModuleType,
+    files: dict[str, Path],
+    fixed_models: dict[str, Path],
+    screenshots: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    lang: str,
+    viewport: dict[str, int],
+) -> None:
+    """A goat's lesion photographed for the vet: with *goat or sheep* chosen the model is not asked (a model that
+    answers lumpy skin for every photo is set, and its verdict never shows), the page and the case report give the
+    signs of the notifiable diseases of goats and sheep and the contacts; choosing cattle again clears the answer."""
+    monkeypatch.setattr(app.triage, "CONTACTS", contacts.load(write_contacts(tmp_path)))
+    monkeypatch.setattr(app.triage, "CLASSIFIER", app.triage.CLASSIFIER)
+    context = browser.new_context(
+        viewport=viewport,
+        is_mobile=viewport is PHONE,
+        locale="hi-IN" if lang == "hi" else "en-GB",
+        accept_downloads=True,
+    )
+    page = context.new_page()
+    page.goto(app.demo.local_url)
+    expect(page.locator("#animal")).to_contain_text(i18n.text("animal.goat_sheep", lang), timeout=30_000)
+    page.get_by_role("radio", name=i18n.text("animal.goat_sheep", lang)).check()
+    loads = models.STATS.loads
+    _classify(page, app, fixed_models["lumpy_skin"], files["photo"])
+    verdict, details = page.locator("#verdict"), page.locator("#details")
+    expect(verdict).to_contain_text(i18n.text("headline.animal.goat_sheep", lang), timeout=60_000)
+    expect(verdict).not_to_contain_text(i18n.text("name.lumpy_skin", lang))
+    expect(details).to_contain_text("PPR" if lang == "en" else "पीपीआर")
+    expect(details).to_contain_text("+00 0000 0001")  # whom to call (both regions until one is picked)
+    expect(page.locator("#scores")).to_be_hidden()
+    expect(details.locator("table")).to_have_count(0)
+    assert models.STATS.loads == loads, "no model asked about a goat"
+    shot = "phone" if viewport is PHONE else "desktop"
+    page.screenshot(path=screenshots / f"animal-goat-{lang}-{shot}.png", full_page=True)
+    _no_sideways_scroll(page)
+    report = " ".join(unicodedata.normalize("NFKC", _report_text(page, tmp_path)).split())  # ligatures ("ff") undone
+    assert "+00 0000 0001" in report and "lumpy_skin0" not in report, "whom to call; no model named"
+    if lang == "en":
+        assert i18n.text("headline.animal.goat_sheep", lang) in report and "PPR (goat plague)" in report
+
+    page.get_by_role("radio", name=i18n.text("animal.cattle", lang)).check()  # the answer was for the goat
+    expect(verdict).not_to_contain_text(i18n.text("headline.animal.goat_sheep", lang))
+    expect(page.locator("#case-report")).to_be_hidden()
     context.close()

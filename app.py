@@ -90,7 +90,7 @@ with checks.Space(
         dataset.pdf_to_dataset,
         inputs=[
             *(pdf.pdfs, pdf.threshold, pdf.size, pdf.filter_name, pdf.fit, pdf.crop, pdf.trigger, pdf.caption),
-            *(pdf.dedupe, pdf.min_side),
+            *(pdf.dedupe, pdf.min_side, pdf.ocr),
         ],
         outputs=[
             *(pdf.dataset_zip, pdf.summary, pdf.score_chart, pdf.kept_gallery, pdf.rejected_gallery, pdf.report),

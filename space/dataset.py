@@ -57,6 +57,7 @@ def pdf_to_dataset(
     caption: str = Options().caption,
     dedupe: int = Options().dedupe,
     min_side: int = Options().min_side,
+    ocr: bool = Options().ocr,
     progress: gr.Progress = gr.Progress(),  # noqa: B008 - Gradio's documented way to inject progress
 ) -> Iterator[tuple[object, ...]]:
     """Run the pipeline on the uploaded PDFs and zips of PDFs as one run into one zip (CPU only, in a process of
@@ -84,6 +85,7 @@ def pdf_to_dataset(
             captioner=settings.CAPTIONER if describes else None,
             dedupe=None if dedupe is None or dedupe < 0 else int(dedupe),
             min_side=Options().min_side if min_side is None else int(min_side),
+            ocr=Options().ocr if ocr is None else bool(ocr),
         )
     except ValueError as exc:
         raise pdf_error(str(exc)) from None

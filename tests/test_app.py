@@ -76,7 +76,8 @@ def test_api_names_and_defaults(client: Client) -> None:
         "trigger": cli.trigger,
         "caption": cli.caption,
         "dedupe": cli.dedupe,
-        "min_side": cli.min_side,  # added last: calls made before it existed still work
+        "min_side": cli.min_side,  # added later: calls made before it existed still work
+        "ocr": cli.ocr,  # added last
     }
 
 
@@ -875,3 +876,24 @@ def test_the_language_and_region_switches_go_through_the_queue(app: ModuleType) 
     for fn in switches:
         assert fn.queue and fn.concurrency_id == "reword" and fn.concurrency_limit == 4
         assert fn.show_progress == "hidden"
+
+
+def test_the_pdf_tabs_ocr_choice_reads_the_legend_or_skips_it(
+    client: Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The choice where the user pays for OCR: on (the CLI's default), a scanned plate's legend is in its caption and
+    the summary says what OCR cost; off, neither (the job's process reads the packs from the server's environment)."""
+    from test_ocr import MISSING, TESSDATA, scanned_plate
+
+    if MISSING:
+        pytest.skip(MISSING)
+    monkeypatch.setenv("TESSDATA_PREFIX", str(TESSDATA))
+    plate = scanned_plate(tmp_path / "plate.pdf", dpi=120)  # under the test app's 1 MB upload limit
+    for ocr in (True, False):
+        zip_path, summary, *_ = client.predict(
+            [handle_file(plate)], caption="{words}", crop="never", ocr=ocr, api_name="/pdf_to_dataset"
+        )
+        with zipfile.ZipFile(zip_path) as archive:
+            (caption,) = [archive.read(n).decode() for n in archive.namelist() if n.endswith(".txt")]
+        assert ("PETERHOF" in caption.upper()) is ocr, caption
+        assert ("OCR read 1 page" in summary) is ocr, summary

@@ -38,8 +38,10 @@ def main() -> None:
     parser.add_argument("inputs", nargs="+", help="PDFs or folders")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--show", type=int, default=5, help="print this many of the captions that lost most")
-    args, options = parser.parse_known_args()
-    options = [option for option in options if option != "--"]
+    argv = sys.argv[1:]
+    split = argv.index("--") if "--" in argv else len(argv)  # argparse takes what follows "--" for inputs
+    args, options = parser.parse_known_args(argv[:split])
+    options += argv[split + 1 :]
     inputs = [str(Path(item).resolve()) for item in args.inputs]
     with tempfile.TemporaryDirectory() as tmp:
         old, old_s = captions(args.old.resolve(), inputs, Path(tmp) / "old", args.workers, options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from models.animals import OTHER_ANIMAL
+from models.animals import CATTLE, OTHER_ANIMAL
 from models.i18n import ENGLISH, text, translate
 from models.triage import INCONCLUSIVE, NOT_CATTLE, NOTIFIABLE, UNUSABLE, CaseVerdict, PhotoVerdict
 
@@ -104,7 +104,7 @@ def suspected(case: CaseVerdict | PhotoVerdict) -> str | None:
 
 def _animal(case: CaseVerdict | PhotoVerdict) -> str:
     """The animal of an answer (a photo's own answer: cattle unless its case says otherwise)."""
-    return getattr(case, "animal", "cattle")
+    return getattr(case, "animal", CATTLE)
 
 
 def calls_vet(case: CaseVerdict | PhotoVerdict) -> bool:

@@ -84,8 +84,11 @@ def _cell_periods(image: np.ndarray, blocks: int) -> tuple[np.ndarray, int]:
     # one column per cell: BLOCKS runs of ``rows`` rows in each strip
     cells = profiles[: rows * blocks].reshape(blocks, rows, STRIPS).transpose(1, 0, 2).reshape(rows, -1)
     # lines of type have leading: some row of a cell is (nearly) paper, however dense the lines; hatching,
-    # screens and tone put ink in every row
-    ink = profiles.max() - cells
+    # screens and tone put ink in every row. Paper is the brightest row nearby (a block up or down, a strip
+    # either side), not of the whole page: stained, mottled or unevenly lit paper is lighter in places than
+    # under the text by more than faint ink is dark
+    paper = cv2.dilate(profiles[: rows * blocks], np.ones((2 * rows + 1, 3), np.uint8))
+    ink = (paper.reshape(blocks, rows, STRIPS).transpose(1, 0, 2).reshape(rows, -1)) - cells
     leaded = ink.min(axis=0) <= LEADING * ink.max(axis=0)
     cells = cells - cells.mean(axis=0, keepdims=True)
     spectrum = np.fft.rfft(cells, n=2 * rows, axis=0)

@@ -92,6 +92,27 @@ def blank_page(width: int = 800, height: int = 1100, seed: int = 0) -> np.ndarra
     return np.clip(rng.normal(PAPER, 2, (height, width)), 0, 255).astype(np.uint8)
 
 
+def stained(page: np.ndarray, tone: int = 190, contrast: float = 0.5, mottle: float = 12.0, seed: int = 0) -> np.ndarray:
+    """``page`` (grey, white paper) reprinted at ``contrast`` on paper of ``tone`` with broad stains (``mottle``
+    grey levels, ~7 mm across at 72 dpi): old paper lighter in places than under the text by more than faint ink
+    is dark."""
+    rng = np.random.default_rng(seed)
+    h, w = page.shape
+    blots = cv2.GaussianBlur(rng.normal(0, 1, (h // 20 + 1, w // 20 + 1)).astype(np.float32), (0, 0), 1.5)
+    blots = cv2.resize(blots / (blots.std() + 1e-6), (w, h), interpolation=cv2.INTER_CUBIC)
+    ink = (255.0 - page) / 255.0
+    return np.clip(tone + mottle * blots - ink * tone * contrast, 0, 255).astype(np.uint8)
+
+
+def on_bed(page: np.ndarray, bed: int = 248, margins: tuple[int, int, int, int] = (40, 60, 30, 50)) -> np.ndarray:
+    """``page`` (grey) lying on a scanner bed of tone ``bed``, ``margins`` (top, bottom, left, right) px wide."""
+    top, bottom, left, right = margins
+    h, w = page.shape
+    out = np.full((h + top + bottom, w + left + right), bed, np.uint8)
+    out[top : top + h, left : left + w] = page
+    return out
+
+
 def pdf_from_images(path: Path, images: Sequence[np.ndarray], dpi: int = 100, quality: int = 90) -> Path:
     """A PDF with one embedded JPEG scan per page, the page sized to the scan at ``dpi`` (a lower JPEG ``quality``
     fits more pictures under the app tests' 1 MB upload limit)."""

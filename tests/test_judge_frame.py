@@ -4,9 +4,10 @@ depth, the page's dark share, and boxes inside the frame mapped back onto the vi
 from __future__ import annotations
 
 import numpy as np
-from test_judge_structure import OCTAVO, book_page
+from factories import on_bed, stained
+from test_judge_structure import OCTAVO, book_page, engraving, paper
 
-from pipeline.judges.frame import border_runs, dark_rows_cols, grey_range, onto_view
+from pipeline.judges.frame import bed_runs, border_runs, dark_rows_cols, grey_range, onto_view
 
 
 def dark_counts(img: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
@@ -29,6 +30,20 @@ def test_a_page_without_a_bed_has_no_frame() -> None:
     rows, cols, dark = dark_counts(book_page())
     assert border_runs(rows, cols, *OCTAVO) == (0, 0, 0, 0)
     assert dark < 0.2  # the text's share
+
+
+def test_a_tinted_page_on_a_lighter_bed_has_the_bed_as_its_frame() -> None:
+    view = on_bed(stained(book_page()), margins=(40, 60, 30, 50))
+    margin_y, margin_x = max(1, view.shape[0] // 200), max(1, view.shape[1] // 200)
+    assert bed_runs(view) == (40 + margin_y, 60 + margin_y, 30 + margin_x, 50 + margin_x)
+
+
+def test_white_paper_on_a_white_bed_and_a_picture_on_its_own_sheet_have_no_bed() -> None:
+    assert bed_runs(on_bed(book_page(), bed=245)) == (0, 0, 0, 0)  # one ground: the paper's own margin
+    plate = paper(OCTAVO)
+    engraving(plate, (30, 40, 370, 580))  # the middle is the picture, its paper as light as the margin
+    assert bed_runs(on_bed(plate)) == (0, 0, 0, 0)
+    assert bed_runs(on_bed(stained(book_page()), bed=200)) == (0, 0, 0, 0)  # a bed hardly lighter than the paper
 
 
 def test_dark_counts_are_per_row_and_column_below_the_mid_tone() -> None:

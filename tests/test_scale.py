@@ -8,7 +8,7 @@ from pathlib import Path
 import cv2
 import pymupdf
 import pytest
-from factories import blank_page, engraving, mixed_page, pdf_from_images, text_page
+from factories import blank_page, engraving, mixed_page, on_bed, pdf_from_images, stained, text_page
 
 from pipeline.judges import make_judge
 from pipeline.scale import ASSUMED_PITCH_MM, line_pitch, true_zoom
@@ -23,6 +23,14 @@ def test_line_pitch_is_the_distance_between_lines_at_any_resolution(scale: float
     page = text_page(1200, 1600, columns=3)
     small = cv2.resize(page, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA)
     assert line_pitch(small) == pytest.approx(LINE * scale, rel=0.1)
+
+
+@pytest.mark.parametrize("bed", [False, True])
+def test_text_on_stained_paper_has_its_line_pitch(bed: bool) -> None:
+    # the stains' light patches are lighter than the paper under the text by more than the faint ink is dark:
+    # the leading is judged against the paper nearby, not the page's lightest row (nor a white bed's)
+    page = stained(text_page(1200, 1600, columns=3), tone=190, contrast=0.5, mottle=12)
+    assert line_pitch(on_bed(page) if bed else page) == pytest.approx(LINE, rel=0.1)
 
 
 def test_pictures_and_paper_have_no_line_pitch() -> None:

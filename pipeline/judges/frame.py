@@ -5,6 +5,10 @@ mostly-dark rows and columns from the view's edges (:func:`border_runs`), so tha
 the page's darkness (a negative card) nor in its sizes, grey range or paper level. This module decides how deep
 that frame is on each side, what share of the page is dark (over half: a negative card, no printed page), and
 maps boxes found inside the frame back onto the view (:func:`onto_view`).
+
+A page on tinted paper may lie on a scanner bed *lighter* than itself (:func:`bed_runs`): read with the page,
+that bed is the page's "white" and the whole tinted sheet becomes a grey of ink in which no line of type has
+empty leading. Such a bed is a frame too, found the same way, once the page's own paper is known to be darker.
 """
 
 from __future__ import annotations
@@ -54,6 +58,41 @@ def border_runs(rows: np.ndarray, cols: np.ndarray, h: int, w: int) -> Frame:
             run = int(np.argmax(seq < 0.6)) if (seq < 0.6).any() else n
             runs.append(min(n, run + max(1, n // 200)) if run else 0)
     return runs[0], runs[1], runs[2], runs[3]
+
+
+BED_STEP = 24
+"""A bed is lighter than the page's paper by at least this (grey levels): white paper on a white bed is one ground."""
+PAPER_PEAK = 0.35
+"""Share of the page's middle within 8 grey levels of its commonest tone: paper showing between marks (text,
+a drawing), where a photograph or painting spreads its tones."""
+
+
+def bed_runs(gray: np.ndarray) -> Frame:
+    """Depth of a scanner bed lighter than the page at each edge (0: none), as :func:`border_runs`: the runs of
+    rows (columns) from each edge that are at least 60 % lighter than halfway between the page's paper (the
+    commonest tone of its middle, where that is paper: see :data:`PAPER_PEAK`) and the bed (the tone of the
+    view's outermost rows and columns)."""
+    h, w = gray.shape
+    none = (0, 0, 0, 0)
+    if h < 16 or w < 16:
+        return none
+    sample = gray[:: max(1, h // 256), :: max(1, w // 256)]
+    sh, sw = sample.shape
+    middle = sample[sh // 5 : sh - sh // 5, sw // 5 : sw - sw // 5]
+    counts = np.convolve(np.bincount(middle.ravel(), minlength=256), np.ones(17), mode="same")
+    paper = int(np.argmax(counts))
+    if counts[paper] < PAPER_PEAK * middle.size:
+        return none
+    edge = np.concatenate([sample[0], sample[-1], sample[:, 0], sample[:, -1]])
+    bed = float(np.median(edge))
+    # the page's lightest tones must be darker than the bed too: where its paper shows as light as the
+    # margin (an engraving's hatching, a photograph's highlights), the margin is that paper, not a bed
+    if bed - paper < BED_STEP or bed - percentiles(middle, [95])[0] < BED_STEP / 2:
+        return none
+    light = np.greater(gray, (bed + paper) / 2).view(np.uint8)
+    rows = cv2.reduce(light, 1, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel()
+    cols = cv2.reduce(light, 0, cv2.REDUCE_SUM, dtype=cv2.CV_32S).ravel()
+    return border_runs(rows, cols, h, w)
 
 
 def onto_view(box: Box, frame: Frame, h: int, w: int) -> Box:

@@ -54,7 +54,7 @@ import numpy as np
 from pipeline.judges.base import Box, Verdict
 from pipeline.judges.buffers import PageBuffers, release
 from pipeline.judges.candidates import Region, candidates, merged, regions_of
-from pipeline.judges.frame import border_runs, dark_rows_cols, grey_range, onto_view
+from pipeline.judges.frame import bed_runs, border_runs, dark_rows_cols, grey_range, onto_view
 from pipeline.judges.hands import off_the_edge
 from pipeline.judges.ink import ink_map, page_ink
 from pipeline.judges.line_art import stroke_cells, with_line_art
@@ -221,6 +221,10 @@ class StructureJudge:
         buffers = PageBuffers(h, w)  # one set per page judged; the thread's memory is reused from page to page
         rows, cols, dark = dark_rows_cols(gray, buffers.dark, (lo, hi))
         frame = top, bottom, left, right = border_runs(rows, cols, h, w)
+        if not any(frame):
+            bed = bed_runs(gray)  # a tinted page on a lighter bed: the bed is its frame
+            if (h - bed[0] - bed[1]) * (w - bed[2] - bed[3]) >= h * w / 4:
+                frame = top, bottom, left, right = bed
         ph, pw = h - top - bottom, w - left - right
         if not top + bottom + left + right:
             return *self._page_regions(gray, rows, cols, dark, buffers), unframed

@@ -92,7 +92,9 @@ def blank_page(width: int = 800, height: int = 1100, seed: int = 0) -> np.ndarra
     return np.clip(rng.normal(PAPER, 2, (height, width)), 0, 255).astype(np.uint8)
 
 
-def stained(page: np.ndarray, tone: int = 190, contrast: float = 0.5, mottle: float = 12.0, seed: int = 0) -> np.ndarray:
+def stained(
+    page: np.ndarray, tone: int = 190, contrast: float = 0.5, mottle: float = 12.0, seed: int = 0
+) -> np.ndarray:
     """``page`` (grey, white paper) reprinted at ``contrast`` on paper of ``tone`` with broad stains (``mottle``
     grey levels, ~7 mm across at 72 dpi): old paper lighter in places than under the text by more than faint ink
     is dark."""

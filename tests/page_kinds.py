@@ -488,6 +488,28 @@ def plate_page(
     return view_of(finish(page, grey=style != "watercolour"), page_mm), [_fractions(box, w, h)]
 
 
+def bordered_plate_page(
+    seed: int = 0,
+    border: Tone = (40, 70, 150),
+    paper_share: float = 0.01,
+    page_mm: tuple[float, float] = (250.0, 250.0),
+) -> tuple[np.ndarray, list[Box]]:
+    """Keep: a painting (a photo's stand-in) filling its sheet inside a printed border of tone ``border`` (4 % of
+    the side) with a light mat inside it, only ``paper_share`` of the side of paper outside: the page's outer band
+    crosses paper and border, two grounds of which the lesser is too thin to read as one. RGB."""
+    rng = np.random.default_rng(seed)
+    h, w = _page(page_mm)
+    page = sheet(h, w, CREAM, rng)
+    side = min(h, w)
+    out, band, mat = (max(1, round(f * side)) for f in (paper_share, 0.04, 0.015))
+    page[out : h - out, out : w - out] = border
+    inner = out + band
+    page[inner : h - inner, inner : w - inner] = CREAM
+    x0 = y0 = inner + mat
+    page[y0 : h - y0, x0 : w - x0] = synthetic_photo(h - 2 * y0, w - 2 * x0, rng)
+    return view_of(finish(page), page_mm), [_fractions((x0, y0, w - x0, h - y0), w, h)]
+
+
 def pencil_page(
     seed: int = 0, ink: float = 200.0, texture: bool = True, page_mm: tuple[float, float] = (240.0, 300.0)
 ) -> tuple[np.ndarray, list[Box]]:

@@ -54,6 +54,16 @@ def test_a_plate_filling_its_sheet_is_kept_without_its_margins(judge: StructureJ
     assert max(_iou(truth, found) for found in verdict.boxes) > 0.7
 
 
+@pytest.mark.parametrize(("seed", "border"), [(0, (40, 70, 150)), (1, (150, 40, 35)), (2, (60, 110, 60))])
+def test_a_painting_filling_its_sheet_inside_a_coloured_border_is_kept_without_it(
+    judge: StructureJudge, seed: int, border: tuple[int, int, int]
+) -> None:
+    view, [truth] = kinds.bordered_plate_page(seed=seed, border=border)
+    verdict = judge(_grey(view))
+    assert verdict.keep
+    assert max(_iou(truth, found) for found in verdict.boxes) > 0.8
+
+
 def test_a_faint_pencil_drawing_is_kept(judge: StructureJudge) -> None:
     view, [truth] = kinds.pencil_page(seed=1, ink=195)
     verdict = judge(_grey(view))

@@ -38,6 +38,13 @@ TWO_GROUNDS = 0.25
 """A band is read as two grounds only when the lesser covers at least this share of it (else it is marks on one)."""
 EVEN = 0.6
 """Share of that band within the noise of its commonest tone: one even card, not a photograph's edge."""
+EVEN_LINE = 0.9
+"""Share of a row or column within ``contrast`` of its median tone: a band of a printed border, not the picture."""
+BORDERED_DEPTH = 0.3
+"""Borders round a picture filling its sheet are peeled at most this share of the page's side deep."""
+BORDERED_FILL = 0.5
+"""Share of what the borders enclose that differs from the innermost one: a painting or photograph is tone over
+most of it; lettering on a target card, a few lines of type or a sketch leave most of it the border's tone."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +102,10 @@ class SheetFinder:
     """Tones vary at least this much (grey levels) in a picture: a wash, a photograph, strokes on paper."""
     ruled_ref: float = 0.15
 
-    def __call__(self, view: np.ndarray) -> list[SheetRegion]:
+    def __call__(self, view: np.ndarray, bordered: bool = True) -> list[SheetRegion]:
+        """Candidates on ``view``'s sheet; with ``bordered``, where no piece on it is a picture, also the
+        picture that fills the sheet inside printed borders (:meth:`_bordered`): a caller that found a
+        picture already (printed pictures) asks for none, whose box would replace its tighter one."""
         h, w = view.shape[:2]
         f = SIDE / max(h, w)
         if f < 1:
@@ -115,7 +125,69 @@ class SheetFinder:
         ring = self._ring(sh, sw)
         if ring.all():
             return []
-        return self._find(planes, (0, 0, sw, sh), ring, 0)
+        found = self._find(planes, (0, 0, sw, sh), ring, 0)
+        if bordered and not any(r.score >= 0.5 for r in found):
+            found.extend(self._bordered(planes))
+        return found
+
+    def _bordered(self, p: _Planes) -> list[SheetRegion]:
+        """A picture that fills its sheet inside printed borders (a plate in a coloured frame, a mat, a rule):
+        the bands of even tone round it, peeled from the page's edges inward, are its ground. Their tones differ
+        from one another (paper, border, mat), so no one sheet tone is read from the page's outer band."""
+        grey = p.grey
+        sh, sw = grey.shape
+        bounds = [0, sh, 0, sw]  # top, bottom, left, right of what is not yet peeled
+        deepest = (round(BORDERED_DEPTH * sh), round(BORDERED_DEPTH * sw))
+        last: list[np.ndarray] = []
+        peeled = True
+        while peeled:
+            peeled = False
+            for side in range(4):
+                while True:
+                    t, b, left, r = bounds
+                    if b - t < 8 or r - left < 8:
+                        return []
+                    line = self._edge_line(p, bounds, side)
+                    depth = (t, sh - b, left, sw - r)[side]
+                    if depth >= deepest[side // 2] or not self._even(line):
+                        break
+                    bounds[side] += 1 if side in (0, 2) else -1
+                    last.append(line[0])
+                    peeled = True
+        t, b, left, r = bounds
+        if not (t and left and b < sh and r < sw):
+            return []  # framed on every side, or it is no border (a plate to its edges is found as a piece)
+        area = (b - t) * (r - left) / float(sh * sw)
+        inner = np.concatenate([self._edge_line(p, [t - 1, b + 1, left - 1, r + 1], s)[0] for s in range(4)])
+        tone = float(np.median(inner))
+        box_grey = grey[t:b, left:r]
+        content = np.abs(box_grey - tone) > self.contrast
+        fill = float(np.count_nonzero(content)) / content.size
+        if fill < BORDERED_FILL:
+            return []  # marks on the innermost band (lettering, a few lines of type, a sketch): not one picture
+        spread = float(box_grey.std())
+        ruled = _ruled_pieces(box_grey, content)
+        box = (left / sw, t / sh, r / sw, b / sh)
+        text = self._text(p.view, box)
+        score = self._score(area, fill, spread, ruled, text)
+        return [SheetRegion(box, area, fill, spread, ruled, text, False, score)]
+
+    @staticmethod
+    def _edge_line(p: _Planes, bounds: list[int], side: int) -> list[np.ndarray]:
+        """The grey (and chroma) of the outermost row or column on ``side`` (top, bottom, left, right) within
+        ``bounds``."""
+        t, b, left, r = bounds
+        index = (np.s_[t, left:r], np.s_[b - 1, left:r], np.s_[t:b, left], np.s_[t:b, r - 1])[side]
+        return [p.grey[index]] + ([p.ab[index]] if p.ab is not None else [])
+
+    def _even(self, line: list[np.ndarray]) -> bool:
+        """Whether a row or column is one tone (a band of paper, border or mat), allowing a few pixels of
+        the next band where the sheet is turned."""
+        grey = line[0]
+        near = np.abs(grey - np.median(grey)) <= self.contrast
+        if len(line) > 1:
+            near &= np.linalg.norm(line[1] - np.median(line[1], axis=0), axis=1) <= self.contrast
+        return np.count_nonzero(near) >= EVEN_LINE * grey.size
 
     def _find(
         self,

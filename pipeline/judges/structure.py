@@ -189,7 +189,9 @@ class StructureJudge:
             share = (h - top - bottom) * (w - left - right) / (h * w)
             sheet = [
                 Region(onto_view(s.box, frame, h, w), s.area * share, 0.0, s.score)
-                for s in self.sheet(view[top : h - bottom, left : w - right])
+                for s in self.sheet(
+                    view[top : h - bottom, left : w - right], bordered=not any(r.score >= self.threshold for r in found)
+                )
             ]
             pictures = [p for p in sheet if p.score >= self.threshold]
             held = [r for r in found if any(overlap(r.box, p.box) for p in pictures)]

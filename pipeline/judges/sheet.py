@@ -138,7 +138,6 @@ class SheetFinder:
         sh, sw = grey.shape
         bounds = [0, sh, 0, sw]  # top, bottom, left, right of what is not yet peeled
         deepest = (round(BORDERED_DEPTH * sh), round(BORDERED_DEPTH * sw))
-        last: list[np.ndarray] = []
         peeled = True
         while peeled:
             peeled = False
@@ -152,11 +151,10 @@ class SheetFinder:
                     if depth >= deepest[side // 2] or not self._even(line):
                         break
                     bounds[side] += 1 if side in (0, 2) else -1
-                    last.append(line[0])
                     peeled = True
         t, b, left, r = bounds
         if not (t and left and b < sh and r < sw):
-            return []  # framed on every side, or it is no border (a plate to its edges is found as a piece)
+            return []  # not framed on every side: no border (a plate to its edges is found as a piece)
         area = (b - t) * (r - left) / float(sh * sw)
         inner = np.concatenate([self._edge_line(p, [t - 1, b + 1, left - 1, r + 1], s)[0] for s in range(4)])
         tone = float(np.median(inner))

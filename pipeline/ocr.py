@@ -11,8 +11,9 @@ rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 
 Only the words a caption uses are read: band after band until the caption's :data:`pipeline.words.MAX_WORDS` are
 found; a page without picture boxes from its first lines down, a strip at a time, each rendered alone. The default
-packs are narrowed on each page to those
-that read its first words (:func:`_narrowed`): five packs read a band about four times slower than one. Without
+packs are narrowed once per document to those that read its first lines (:func:`document_packs`: five packs read a
+band about four times slower than one); a page those packs read badly (another script) is read again with all five,
+and narrowed on its own first words (:func:`_narrowed`). Without
 Tesseract's packs the run goes on without OCR; without some of the default set it reads with the others (a set
 named with ``--ocr-lang`` is read whole or not at all): :func:`ocr_note` says so once, in the main process;
 workers find the same and read with what is there, or nothing.
@@ -20,6 +21,7 @@ workers find the same and read with what is there, or nothing.
 
 from __future__ import annotations
 
+import itertools
 import re
 import unicodedata
 from collections import Counter
@@ -61,7 +63,27 @@ the engine stays loaded, so a strip more costs its pixels only."""
 MIN_STRIP_ROWS = 150
 """A strip is at least this tall (3-4 lines of body type at 300 dpi), however wide the part."""
 NARROW_AFTER = 20
-"""Confident words a page's first strips must give before its packs are narrowed (:func:`_narrowed`)."""
+"""Confident words a page's (a document's) first strips must give before its packs are narrowed (:func:`_narrowed`)."""
+PROBE_PAGES = 3
+"""A document's packs are found on its first lines, from its first pages down: at most this many pages are probed
+(a cover, a plate, a blank verso may come first); a document whose first pages give too few words is narrowed
+page by page instead."""
+PROBE_STRIPS = 2
+"""At most this many strips (:data:`STRIP_PIXELS` each, ~0.2 s with five packs) of a page are read to find a
+document's packs: a page of body type gives its :data:`NARROW_AFTER` words in one."""
+PROBE_SEARCH = 50
+"""Pages looked at for the first without a text layer (one with fonts has one: 0.06 ms a page to ask)."""
+PROBE_WIDTH = 2400
+"""A probed strip is at most this wide (8 in at 300 dpi, from the page's middle: a column or two of a newspaper),
+so that it is :data:`STRIP_PIXELS` of type, not a sliver of a spread."""
+PROBE_FROM = 0.4
+"""A probed page is read from this share of its height down: its body type, below a masthead or a title."""
+MIN_SHARE = 0.35
+"""A band read with a document's packs gives Tesseract's confidence to at least this share of its words (0.54-0.97
+on the real pages read with their own packs, the lowest a newspaper's advertisements): one in another script
+(German read with ``rus``: 0.10-0.21) is read again with the full set."""
+MIN_CHECKED = 10
+"""Words a band must give before its share (:data:`MIN_SHARE`) says anything."""
 PACK_SHARE = 0.2
 """A default pack stays for the rest of the page when it read at least this share of its first confident words:
 on an English page the other packs read 4-15 % each (names, short words), on a German book in Fraktur
@@ -142,7 +164,17 @@ def read_words(
     is rendered larger so its type reaches :data:`OCR_DPI`. ``narrow``: ``lang`` may be narrowed to the packs
     that read the page's first words (the default set; a set the user named is read whole). Raises
     :class:`OcrFailed` when Tesseract fails."""
-    reading = _Reading(lang, narrow)
+    packs = document_packs(page.parent, lang) if narrow else None
+    reading = _Reading(packs or lang, narrow and packs is None, checked=packs is not None)
+    try:
+        return _read_until_full(reading, page, boxes, scan, scale)
+    except _Misread:  # another script than the document's first lines: all the packs, narrowed on this page
+        return _read_until_full(_Reading(lang, narrow), page, boxes, scan, scale)
+
+
+def _read_until_full(
+    reading: _Reading, page: pymupdf.Page, boxes: Sequence[Box], scan: Scan | None, scale: float
+) -> str:
     for strip in _page_strips(page, boxes, scan, scale):
         reading.read(strip)
         cleaned = clean_words(reading.words, reading.line_ends)
@@ -151,12 +183,59 @@ def read_words(
     return clean_words(reading.words, reading.line_ends)
 
 
+_probed: dict[tuple[str, int, str], str | None] = {}
+
+
+def document_packs(doc: pymupdf.Document, lang: str) -> str | None:
+    """The packs of ``lang`` that read ``doc``'s type (:func:`_narrowed`); ``None`` when its first
+    :data:`PROBE_PAGES` pages without a text layer (among its first :data:`PROBE_SEARCH`) give too few words in
+    :data:`PROBE_STRIPS` strips each. Each is read from its middle down (its body type, not a masthead), at most
+    :data:`PROBE_WIDTH` wide. Found once per
+    document and process (the last document only: a worker's tasks are mostly ranges of one file), always on the
+    same pages, so a page gets the same words whichever worker reads it, after whatever pages."""
+    key = (doc.name, doc.page_count, lang)
+    if key not in _probed:
+        _probed.clear()
+        _probed[key] = _probe(doc, lang)
+    return _probed[key]
+
+
+def _probe(doc: pymupdf.Document, lang: str) -> str | None:
+    from pipeline.scan import find_scan
+
+    reading, probed = _Reading(lang, narrow=True), 0
+    for index in range(min(PROBE_SEARCH, doc.page_count)):
+        try:
+            page = doc.load_page(index)
+            if page.get_fonts():  # a text layer: its words need no OCR, and say nothing of the packs
+                continue
+            strips = _page_top_down(page, OCR_DPI / 72, find_scan(page), PROBE_FROM, PROBE_WIDTH)
+            for strip in itertools.islice(strips, PROBE_STRIPS):
+                reading.read(strip)
+                if not reading.narrow:
+                    return reading.lang
+        except OcrFailed:
+            raise
+        except Exception:  # noqa: BLE001 - a damaged page says nothing of the packs; its own task records it
+            continue
+        probed += 1
+        if probed >= PROBE_PAGES:
+            break
+    return None
+
+
+class _Misread(Exception):
+    """A band read with a document's packs gave too few confident words (:data:`MIN_SHARE`)."""
+
+
 @dataclass
 class _Reading:
     """A page's words so far, and the packs its next strips are read with."""
 
     lang: str
     narrow: bool
+    checked: bool = False
+    """Raise :class:`_Misread` on a band whose words are mostly unsure (read with a document's packs)."""
     words: list[str] = field(default_factory=list)
     line_ends: set[int] = field(default_factory=set)
     read_by: Counter[str] = field(default_factory=Counter)
@@ -167,6 +246,8 @@ class _Reading:
         except tesseract.EngineFailed as exc:
             raise OcrFailed("OCR failed: " + one_line(str(exc))) from None
         kept = confident(found)
+        if self.checked and len(found) >= MIN_CHECKED and len(kept) < MIN_SHARE * len(found):
+            raise _Misread
         self.line_ends.update(len(self.words) + i for i, word in enumerate(kept) if word.line_end)
         self.words.extend(word.text for word in kept)
         if self.narrow:
@@ -230,16 +311,21 @@ def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
     return np.vstack([part for strip in strips[:-1] for part in (strip, white)] + [strips[-1]])
 
 
-def _page_top_down(page: pymupdf.Page, zoom: float, scan: Scan | None) -> Iterator[np.ndarray]:
-    """A whole page at ``zoom``, top down, in strips of :data:`STRIP_PIXELS`, each cut at the whitest row near its
-    end (between two lines of type) and rendered alone: a newspaper page at 300 dpi is ~30 MB of grey that the
-    caption's first lines do not need."""
+def _page_top_down(
+    page: pymupdf.Page, zoom: float, scan: Scan | None, start: float = 0.0, width: int | None = None
+) -> Iterator[np.ndarray]:
+    """A whole page at ``zoom``, top down (from ``start``, a share of its height), in strips of
+    :data:`STRIP_PIXELS`, each cut at the whitest row near its end (between two lines of type) and rendered alone:
+    a newspaper page at 300 dpi is ~30 MB of grey that the caption's first lines do not need. ``width``: at most
+    this many pixels of each strip, from the page's middle."""
     from pipeline.render import render
 
-    width, height = round(page.rect.width * zoom), round(page.rect.height * zoom)
-    rows, top = _first_rows(width), 0
+    full, height = round(page.rect.width * zoom), round(page.rect.height * zoom)
+    share = min(1.0, (width or full) / max(full, 1))
+    x0, x1 = 0.5 - share / 2, 0.5 + share / 2
+    rows, top = _first_rows(round(full * share)), round(start * height)
     while top < height:
-        window = render(page, zoom, "gray", (0.0, top / height, 1.0, min(height, top + rows) / height), scan)
+        window = render(page, zoom, "gray", (x0, top / height, x1, min(height, top + rows) / height), scan)
         end = _cut(window, top + rows >= height)
         yield window[:end]
         top += end

@@ -79,11 +79,12 @@ so that it is :data:`STRIP_PIXELS` of type, not a sliver of a spread."""
 PROBE_FROM = 0.4
 """A probed page is read from this share of its height down: its body type, below a masthead or a title."""
 MIN_SHARE = 0.35
-"""A band read with a document's packs gives Tesseract's confidence to at least this share of its words (0.54-0.97
+"""A page read with a document's packs gives Tesseract's confidence to at least this share of its words (0.54-0.97
 on the real pages read with their own packs, the lowest a newspaper's advertisements): one in another script
 (German read with ``rus``: 0.10-0.21) is read again with the full set."""
-MIN_CHECKED = 10
-"""Words a band must give before its share (:data:`MIN_SHARE`) says anything."""
+MIN_CHECKED = 30
+"""Words a page must give before its share (:data:`MIN_SHARE`, of all its words so far) says anything: a masthead's
+strip or a line of small type reads a handful of words, most of them unsure, in any pack."""
 PACK_SHARE = 0.2
 """A default pack stays for the rest of the page when it read at least this share of its first confident words:
 on an English page the other packs read 4-15 % each (names, short words), on a German book in Fraktur
@@ -237,6 +238,8 @@ class _Reading:
     checked: bool = False
     """Raise :class:`_Misread` on a band whose words are mostly unsure (read with a document's packs)."""
     words: list[str] = field(default_factory=list)
+    found: int = 0
+    """Words Tesseract gave so far, sure of them or not."""
     line_ends: set[int] = field(default_factory=set)
     read_by: Counter[str] = field(default_factory=Counter)
 
@@ -246,7 +249,8 @@ class _Reading:
         except tesseract.EngineFailed as exc:
             raise OcrFailed("OCR failed: " + one_line(str(exc))) from None
         kept = confident(found)
-        if self.checked and len(found) >= MIN_CHECKED and len(kept) < MIN_SHARE * len(found):
+        self.found += len(found)
+        if self.checked and self.found >= MIN_CHECKED and len(self.words) + len(kept) < MIN_SHARE * self.found:
             raise _Misread
         self.line_ends.update(len(self.words) + i for i, word in enumerate(kept) if word.line_end)
         self.words.extend(word.text for word in kept)
@@ -316,16 +320,21 @@ def _page_top_down(
 ) -> Iterator[np.ndarray]:
     """A whole page at ``zoom``, top down (from ``start``, a share of its height), in strips of
     :data:`STRIP_PIXELS`, each cut at the whitest row near its end (between two lines of type) and rendered alone:
-    a newspaper page at 300 dpi is ~30 MB of grey that the caption's first lines do not need. ``width``: at most
-    this many pixels of each strip, from the page's middle."""
+    a newspaper page at 300 dpi is ~30 MB of grey that the caption's first lines do not need (a scan is decoded once,
+    at its own resolution or reduced). ``width``: at most this many pixels of each strip, from the page's middle."""
     from pipeline.render import render
+    from pipeline.scan import decode_page, scan_view
 
     full, height = round(page.rect.width * zoom), round(page.rect.height * zoom)
     share = min(1.0, (width or full) / max(full, 1))
     x0, x1 = 0.5 - share / 2, 0.5 + share / 2
     rows, top = _first_rows(round(full * share)), round(start * height)
+    decoded = decode_page(page, scan, zoom, "gray") if scan is not None else None  # once, not once a strip
     while top < height:
-        window = render(page, zoom, "gray", (x0, top / height, x1, min(height, top + rows) / height), scan)
+        box = (x0, top / height, x1, min(height, top + rows) / height)
+        window = (
+            render(page, zoom, "gray", box) if scan is None else scan_view(page, scan, zoom, "gray", box, None, decoded)
+        )
         end = _cut(window, top + rows >= height)
         yield window[:end]
         top += end

@@ -195,11 +195,13 @@ def scan_view(
     colorspace: Literal["gray", "rgb"] = "rgb",
     box: Box | None = None,
     inspect: Callable[[np.ndarray, float], None] | None = None,
+    decoded: np.ndarray | None = None,
 ) -> np.ndarray:
     """The page (or ``box`` of it, page fractions) at ``zoom``, the size ``page.get_pixmap`` would give, from
     the scan alone. A grey scan is returned grey whatever ``colorspace`` says, as the renderer does.
     ``inspect`` is shown the decoded pixels (often up to twice the view's resolution, at no extra cost) and the
-    view's pixels per decoded pixel, before they are reduced to the view."""
+    view's pixels per decoded pixel, before they are reduced to the view. ``decoded``: the scan already decoded
+    for the whole page at this zoom (:func:`decode_page`), for a page read in strips."""
     rect = page.rect
     x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
     clip = pymupdf.Rect(
@@ -209,7 +211,10 @@ def scan_view(
     width, height = max(1, target.width), max(1, target.height)
     clip = pymupdf.Rect(target) / zoom  # MuPDF's pixmap covers the clip rounded out to whole pixels
     scale_x, scale_y = width / (clip.width / scan.rect.width), height / (clip.height / scan.rect.height)
-    decoded, owner = _decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace)
+    if decoded is None:
+        decoded, owner = _decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace)
+    else:
+        owner = None
     dh, dw = decoded.shape[:2]
     left = round((clip.x0 - scan.rect.x0) / scan.rect.width * dw)
     top = round((clip.y0 - scan.rect.y0) / scan.rect.height * dh)
@@ -226,6 +231,17 @@ def scan_view(
     view = cv2.resize(region, (width, height), interpolation=cv2.INTER_AREA if shrinking else cv2.INTER_LINEAR)
     del decoded, region, owner  # ``owner`` holds the decoded pixels until the resize has copied them
     return view
+
+
+def decode_page(page: pymupdf.Page, scan: Scan, zoom: float, colorspace: Literal["gray", "rgb"] = "rgb") -> np.ndarray:
+    """The scan decoded as :func:`scan_view` would for the whole page at ``zoom``: OCR reads a page in strips, and
+    decoding the scan again for each (0.05-0.1 s on a newspaper page) cost more than reading it. The pixels are the
+    scan's own (or reduced), no larger than one strip's decode was."""
+    target = (page.rect * pymupdf.Matrix(zoom, zoom)).irect
+    clip = pymupdf.Rect(target) / zoom
+    scale_x = target.width / (clip.width / scan.rect.width)
+    scale_y = target.height / (clip.height / scan.rect.height)
+    return held(*_decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace))
 
 
 _JPEG_FLAGS = {

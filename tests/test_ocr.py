@@ -457,29 +457,38 @@ def test_a_whole_page_of_type_is_read_only_until_a_caption_is_full(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A whole page (no picture boxes) is read top down and the reading stops at the caption's 40 words: a
-    newspaper page read whole took Tesseract 235 s for them. Here: a third of the page's pixels at most."""
-    from pipeline import render as render_module
+    newspaper page read whole took Tesseract 235 s for them. Here: a third of the page's pixels at most, each strip
+    made alone from the scan's own pixels, decoded once (not a 300 dpi page)."""
+    from pipeline import scan as scan_module
     from pipeline.words import MAX_WORDS
 
     read: list[int] = []
-    rendered: list[int] = []
-    engine_read, render = tesseract.Engine.read, render_module.render
+    made: list[int] = []
+    decoded: list[int] = []
+    engine_read, view, decode = tesseract.Engine.read, scan_module.scan_view, scan_module.decode_page
 
     def counted(self: tesseract.Engine, pixels: np.ndarray) -> list[Word]:  # the real reader, counted
         read.append(pixels.size)
         return engine_read(self, pixels)
 
-    def measured(*args: object, **kwargs: object) -> np.ndarray:  # the real renderer, measured
-        pixels = render(*args, **kwargs)
-        rendered.append(pixels.size)
+    def measured(*args: object, **kwargs: object) -> np.ndarray:  # the real strip, measured
+        pixels = view(*args, **kwargs)
+        made.append(pixels.size)
+        return pixels
+
+    def once(*args: object, **kwargs: object) -> np.ndarray:  # the real decode, measured
+        pixels = decode(*args, **kwargs)
+        decoded.append(pixels.size)
         return pixels
 
     monkeypatch.setattr(tesseract.Engine, "read", counted)
-    monkeypatch.setattr(render_module, "render", measured)
+    monkeypatch.setattr(scan_module, "scan_view", measured)
+    monkeypatch.setattr(scan_module, "decode_page", once)
     with pymupdf.open(scanned_text_page(tmp_path / "text.pdf")) as doc:
-        page = doc[0]
-        words = read_words(page, (), "eng", find_scan(page))
+        page, scan = doc[0], find_scan(doc[0])
+        words = read_words(page, (), "eng", scan)
         whole = round(page.rect.width * 300 / 72) * round(page.rect.height * 300 / 72)
     assert len(words.split()) == MAX_WORDS and words.startswith("the quick brown fox"), words
     assert sum(read) < whole / 3, f"{sum(read):,} of {whole:,} pixels read"
-    assert max(rendered) <= ocr_module.STRIP_PIXELS * 1.05, f"a render of {max(rendered):,} pixels: the whole page?"
+    assert max(made) <= ocr_module.STRIP_PIXELS * 1.05, f"a strip of {max(made):,} pixels: the whole page?"
+    assert decoded == [scan.width * scan.height], (decoded, "the scan decoded once, at its own 200 dpi")

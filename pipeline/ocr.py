@@ -166,7 +166,7 @@ def read_words(
     that read the page's first words (the default set; a set the user named is read whole). Raises
     :class:`OcrFailed` when Tesseract fails."""
     packs = document_packs(page.parent, lang) if narrow else None
-    reading = _Reading(packs or lang, narrow and packs is None, checked=packs is not None)
+    reading = _Reading(packs or lang, narrow and packs is None, fallback=lang if packs is not None else None)
     try:
         return _read_until_full(reading, page, boxes, scan, scale)
     except _Misread:  # another script than the document's first lines: all the packs, narrowed on this page
@@ -226,7 +226,7 @@ def _probe(doc: pymupdf.Document, lang: str) -> str | None:
 
 
 class _Misread(Exception):
-    """A band read with a document's packs gave too few confident words (:data:`MIN_SHARE`)."""
+    """A page read with a document's packs gave too few confident words (:data:`MIN_SHARE`), the full set enough."""
 
 
 @dataclass
@@ -235,8 +235,10 @@ class _Reading:
 
     lang: str
     narrow: bool
-    checked: bool = False
-    """Raise :class:`_Misread` on a band whose words are mostly unsure (read with a document's packs)."""
+    fallback: str | None = None
+    """The full set, while the page is read with a document's packs: :class:`_Misread` is raised when its words are
+    mostly unsure and the full set is surer of the same strip (another script); where it is not (a picture, a
+    target: no pack reads it), the page goes on with the document's packs."""
     words: list[str] = field(default_factory=list)
     found: int = 0
     """Words Tesseract gave so far, sure of them or not."""
@@ -244,20 +246,27 @@ class _Reading:
     read_by: Counter[str] = field(default_factory=Counter)
 
     def read(self, pixels: np.ndarray) -> None:
-        try:
-            found = tesseract.engine(self.lang).read(pixels)
-        except tesseract.EngineFailed as exc:
-            raise OcrFailed("OCR failed: " + one_line(str(exc))) from None
+        found = _read(self.lang, pixels)
         kept = confident(found)
         self.found += len(found)
-        if self.checked and self.found >= MIN_CHECKED and len(self.words) + len(kept) < MIN_SHARE * self.found:
-            raise _Misread
+        if self.fallback and self.found >= MIN_CHECKED and len(self.words) + len(kept) < MIN_SHARE * self.found:
+            again = _read(self.fallback, pixels)
+            if len(confident(again)) >= MIN_SHARE * max(1, len(again)):
+                raise _Misread
+            self.fallback = None
         self.line_ends.update(len(self.words) + i for i, word in enumerate(kept) if word.line_end)
         self.words.extend(word.text for word in kept)
         if self.narrow:
             self.read_by.update(word.lang for word in kept)
             if self.read_by.total() >= NARROW_AFTER:
                 self.lang, self.narrow = _narrowed(self.read_by, self.lang), False
+
+
+def _read(lang: str, pixels: np.ndarray) -> list[tesseract.Word]:
+    try:
+        return tesseract.engine(lang).read(pixels)
+    except tesseract.EngineFailed as exc:
+        raise OcrFailed("OCR failed: " + one_line(str(exc))) from None
 
 
 def confident(found: Sequence[tesseract.Word]) -> list[tesseract.Word]:

@@ -163,7 +163,8 @@ def read_words(
 
     ``scale`` is the page's real size over its declared one (:mod:`pipeline.scale`): a page declared too small
     is rendered larger so its type reaches :data:`OCR_DPI`. ``narrow``: ``lang`` may be narrowed to the packs
-    that read the page's first words (the default set; a set the user named is read whole). Raises
+    that read the document's first lines (:func:`document_packs`), or where they tell nothing or read this page
+    badly, the page's own first words (the default set; a set the user named is read whole). Raises
     :class:`OcrFailed` when Tesseract fails."""
     packs = document_packs(page.parent, lang) if narrow else None
     reading = _Reading(packs or lang, narrow and packs is None, fallback=lang if packs is not None else None)

@@ -364,6 +364,9 @@ def test_review_edit_a_caption_untick_an_image_and_download(
     page.get_by_text("Output: size, fit, captions, duplicates").click()
     page.locator("#size input[type=number]").fill("768")  # the size kohya's config will name
     page.locator("#size input[type=number]").press("Enter")
+    page.locator("#size input[type=number]").blur()
+    # the slider takes the typed size when its box lets go of it: Build pressed before that ran at 1024 (a CI run)
+    expect(page.locator("#size input[type=range]")).to_have_value("768")
     assert _build(page).startswith("2 pages seen, 2 kept (2 images)")
     expect(page.locator("#review-where")).to_contain_text("Page 1 of 1: images 1–2 of 2")
     rows = page.locator("#review-table .virtual-body [role=row]")

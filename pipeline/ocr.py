@@ -13,10 +13,10 @@ Only the words a caption uses are read: band after band until the caption's :dat
 found; a page without picture boxes from its first lines down, a strip at a time, each rendered alone. The default
 packs are narrowed once per document to those that read its first lines (:func:`document_packs`: five packs read a
 band about four times slower than one); a page those packs read badly (another script) is read again with all five,
-and narrowed on its own first words (:func:`_narrowed`). Without
-Tesseract's packs the run goes on without OCR; without some of the default set it reads with the others (a set
-named with ``--ocr-lang`` is read whole or not at all): :func:`ocr_note` says so once, in the main process;
-workers find the same and read with what is there, or nothing.
+and narrowed on its own first words (:func:`_narrowed`). Without Tesseract's packs the run goes on without OCR;
+without some of the default set it reads with the others (a set named with ``--ocr-lang`` is read whole or not at
+all): :func:`ocr_note` says so once, in the main process; workers find the same and read with what is there, or
+nothing.
 """
 
 from __future__ import annotations
@@ -192,9 +192,9 @@ def document_packs(doc: pymupdf.Document, lang: str) -> str | None:
     """The packs of ``lang`` that read ``doc``'s type (:func:`_narrowed`); ``None`` when its first
     :data:`PROBE_PAGES` pages without a text layer (among its first :data:`PROBE_SEARCH`) give too few words in
     :data:`PROBE_STRIPS` strips each. Each is read from its middle down (its body type, not a masthead), at most
-    :data:`PROBE_WIDTH` wide. Found once per
-    document and process (the last document only: a worker's tasks are mostly ranges of one file), always on the
-    same pages, so a page gets the same words whichever worker reads it, after whatever pages."""
+    :data:`PROBE_WIDTH` wide. Found once per document and process (the last document only: a worker's tasks are
+    mostly ranges of one file), always on the same pages, so a page gets the same words whichever worker reads it,
+    after whatever pages."""
     key = (doc.name, doc.page_count, lang)
     if key not in _probed:
         _probed.clear()

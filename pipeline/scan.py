@@ -202,17 +202,9 @@ def scan_view(
     ``inspect`` is shown the decoded pixels (often up to twice the view's resolution, at no extra cost) and the
     view's pixels per decoded pixel, before they are reduced to the view. ``decoded``: the scan already decoded
     for the whole page at this zoom (:func:`decode_page`), for a page read in strips."""
-    rect = page.rect
-    x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
-    clip = pymupdf.Rect(
-        rect.x0 + x0 * rect.width, rect.y0 + y0 * rect.height, rect.x0 + x1 * rect.width, rect.y0 + y1 * rect.height
-    )
-    target = (clip * pymupdf.Matrix(zoom, zoom)).irect
-    width, height = max(1, target.width), max(1, target.height)
-    clip = pymupdf.Rect(target) / zoom  # MuPDF's pixmap covers the clip rounded out to whole pixels
-    scale_x, scale_y = width / (clip.width / scan.rect.width), height / (clip.height / scan.rect.height)
+    clip, width, height, scales = _request(page, scan, zoom, box)
     if decoded is None:
-        decoded, owner = _decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace)
+        decoded, owner = _decode(page.parent, scan, *scales, colorspace)
     else:
         owner = None
     dh, dw = decoded.shape[:2]
@@ -237,11 +229,25 @@ def decode_page(page: pymupdf.Page, scan: Scan, zoom: float, colorspace: Literal
     """The scan decoded as :func:`scan_view` would for the whole page at ``zoom``: OCR reads a page in strips, and
     decoding the scan again for each (0.05-0.1 s on a newspaper page) cost more than reading it. The pixels are the
     scan's own (or reduced), no larger than one strip's decode was."""
-    target = (page.rect * pymupdf.Matrix(zoom, zoom)).irect
+    return held(*_decode(page.parent, scan, *_request(page, scan, zoom, None)[3], colorspace))
+
+
+def _request(
+    page: pymupdf.Page, scan: Scan, zoom: float, box: Box | None
+) -> tuple[pymupdf.Rect, int, int, tuple[float, float]]:
+    """What :func:`scan_view` of ``box`` (page fractions; ``None``: the whole page) at ``zoom`` draws: the clip on
+    the page (rounded out to whole pixels, as MuPDF's pixmap covers it), the view's width and height, and the scan's
+    least decoded size for it (its width and height in pixels, at least 1)."""
+    rect = page.rect
+    x0, y0, x1, y1 = box or (0.0, 0.0, 1.0, 1.0)
+    clip = pymupdf.Rect(
+        rect.x0 + x0 * rect.width, rect.y0 + y0 * rect.height, rect.x0 + x1 * rect.width, rect.y0 + y1 * rect.height
+    )
+    target = (clip * pymupdf.Matrix(zoom, zoom)).irect
+    width, height = max(1, target.width), max(1, target.height)
     clip = pymupdf.Rect(target) / zoom
-    scale_x = target.width / (clip.width / scan.rect.width)
-    scale_y = target.height / (clip.height / scan.rect.height)
-    return held(*_decode(page.parent, scan, max(1.0, scale_x), max(1.0, scale_y), colorspace))
+    scale_x, scale_y = width / (clip.width / scan.rect.width), height / (clip.height / scan.rect.height)
+    return clip, width, height, (max(1.0, scale_x), max(1.0, scale_y))
 
 
 _JPEG_FLAGS = {

@@ -9,8 +9,9 @@ better so and misreads hatching less) and read by the process's Tesseract engine
 Words Tesseract is unsure of, and boxes too narrow for their letters (hatching read as ``WW``), are dropped, the
 rest cleaned like the text layer's (:func:`pipeline.words.clean_words`).
 
-Only the words a caption uses are read: band after band until the caption's :data:`pipeline.words.MAX_WORDS` are
-found; a page without picture boxes from its first lines down, a strip at a time, each rendered alone. The default
+Only the words a caption uses are read: band after band, each a part at a time (the strip above its picture, the
+picture, the strip below), until the caption's :data:`pipeline.words.MAX_WORDS` are found; a page without picture
+boxes from its first lines down, a strip at a time, each rendered alone. The default
 packs are narrowed once per document to those that read its first lines (:func:`document_packs`: five packs read a
 band about four times slower than one); a page those packs read badly (another script) is read again with all five,
 and narrowed on its own first words (:func:`_narrowed`). Without Tesseract's packs the run goes on without OCR;
@@ -52,8 +53,10 @@ MIN_CONFIDENCE = 60
 MIN_ASPECT = 0.25
 """A word's box is at least this wide per letter for its height (type's letters are 0.3-1 as wide as the line
 is tall): strokes of hatching read as ``WW`` or ``NUN`` are tall and thin, and Tesseract can be sure of them."""
-GAP_MM = 10.0
-"""White set between a picture and the strips above and below it before Tesseract reads them (:func:`_apart`)."""
+GAP_MM = 25.0
+"""White set above and below each part of a band (:func:`_parts`) before Tesseract reads it: as much as a part had
+around it when the band was read as one (the margin's strip and 10 mm of white either side); with 5-10 mm a
+legend at the foot of its picture's box lost letters (``palac``) or gained noise (``E``, ``S``)."""
 MAX_PIXELS = 16_000_000
 """Largest band Tesseract is given: a whole newspaper page at 300 dpi is ~30 MP, and minutes of work."""
 STRIP_PIXELS = 400_000
@@ -292,9 +295,9 @@ def _narrowed(read_by: Counter[str], lang: str) -> str:
 
 
 def _page_strips(page: pymupdf.Page, boxes: Sequence[Box], scan: Scan | None, scale: float) -> Iterator[np.ndarray]:
-    """What to read, in reading order: each band whole, its pictures set apart from the strips above and below
-    them (:func:`_apart`); without boxes, the whole page from its top, a strip at a time, each rendered alone (no
-    300 dpi page held)."""
+    """What to read, in reading order, a part at a time so that reading stops once the caption is full: each band
+    cut at its pictures' top and bottom edges (:func:`_parts`); without boxes, the whole page from its top, a strip
+    at a time, each rendered alone (no 300 dpi page held)."""
     from pipeline.render import render
 
     for band in bands(page, boxes):
@@ -306,23 +309,20 @@ def _page_strips(page: pymupdf.Page, boxes: Sequence[Box], scan: Scan | None, sc
             continue
         pixels = render(page, zoom, "gray", band, scan)
         cuts = [(edge - y0) / (y1 - y0) for box in boxes if y0 <= box[1] < y1 for edge in (box[1], box[3])]
-        yield _apart(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom))
+        yield from _parts(pixels, cuts, round(GAP_MM / 25.4 * 72 * zoom))
 
 
-def _apart(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> np.ndarray:
-    """``pixels`` cut into strips at ``cuts`` (fractions of its height: the pictures' top and bottom edges), the
-    strips stacked again with ``gap`` rows of white between them. Tesseract's layout analysis otherwise takes a
-    legend set close under a picture for part of it, and reads its letters as the picture's marks, or nothing.
-    Read whole: a picture read alone, even with white around it, lost letters of its legend (``palac``), and read
-    in strips, its hatching came out as words (``ww``, ``dog``)."""
+def _parts(pixels: np.ndarray, cuts: Sequence[float], gap: int) -> list[np.ndarray]:
+    """``pixels`` cut at ``cuts`` (fractions of its height: the pictures' top and bottom edges), each part read
+    apart, with ``gap`` rows of white above and below it (a legend that its picture's box reaches over, cut at its
+    last line, lost letters without them). Read as one, Tesseract's layout analysis takes a legend set close under
+    a picture for part of it and reads its letters as the picture's marks, or nothing. A picture is read whole: cut
+    in strips, its hatching came out as words (``ww``, ``dog``); the legend under it is not read once the picture
+    filled the caption."""
     import numpy as np
 
     rows = sorted({min(pixels.shape[0], max(0, round(cut * pixels.shape[0]))) for cut in cuts} - {0, pixels.shape[0]})
-    if not rows:
-        return np.ascontiguousarray(pixels)
-    white = np.full((gap, pixels.shape[1]), 255, np.uint8)
-    strips = np.split(pixels, rows)
-    return np.vstack([part for strip in strips[:-1] for part in (strip, white)] + [strips[-1]])
+    return [np.pad(part, ((gap, gap), (0, 0)), constant_values=255) for part in np.split(pixels, rows) if part.shape[0]]
 
 
 def _page_top_down(

@@ -31,6 +31,23 @@ class Mutation:
 
 
 MUTATIONS = (
+    Mutation("printed music never a region", "pipeline/judges/structure.py",
+             "        return with_music(regions, music, h, w, self), dark", "        return regions, dark",
+             ("tests/test_judge_staves.py::test_a_music_example_among_text_is_kept_as_a_picture_boxed_on_its_staff",)),
+    Mutation("five lines with a sixth beside them taken for a staff", "pipeline/judges/staves.py",
+             "    keep = _spaced(means, spans, group) & _thin(means, spans, group, gap) & ~_more(means, spans, group, gap)",
+             "    keep = _spaced(means, spans, group) & _thin(means, spans, group, gap)",
+             ("tests/test_judge_staves.py::test_lines_of_type_a_ledger_and_a_short_sign_are_no_staves",)),
+    Mutation("five broken lines (a paragraph of type) taken for a staff", "pipeline/judges/staves.py",
+             " or not _ruled(ink[:, x0:x1], top, bottom):", ":",
+             ("tests/test_judge_staves.py::test_lines_of_type_a_ledger_and_a_short_sign_are_no_staves",)),
+    Mutation("lines of type as thick as their leading taken for a staff", "pipeline/judges/staves.py",
+             "    keep = _spaced(means, spans, group) & _thin(means, spans, group, gap) & ~_more(means, spans, group, gap)",
+             "    keep = _spaced(means, spans, group) & ~_more(means, spans, group, gap)",
+             ("tests/test_judge_sheet.py::test_pages_without_a_picture_are_dropped",)),
+    Mutation("a staff's box not widened along its lines", "pipeline/judges/staves.py",
+             "        x0, x1 = _along(ink[top : bottom + 1], x0, x1, px(2.0, xdpi))", "        pass",
+             ("tests/test_judge_staves.py::test_a_music_example_among_text_is_kept_as_a_picture_boxed_on_its_staff",)),
     Mutation("sigma keeps at or below the threshold", "pipeline/judges/sigma.py",
              "keep=score > self.threshold", "keep=score <= self.threshold", ("tests/test_judge_sigma.py",)),
     Mutation("cleanup without gc.collect()", "pipeline/cleanup.py",

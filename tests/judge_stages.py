@@ -12,6 +12,7 @@ from pipeline.judges.frame import dark_rows_cols, grey_range
 from pipeline.judges.ink import page_ink
 from pipeline.judges.measure import COARSE, column_means
 from pipeline.judges.rules import without_rules
+from pipeline.judges.staves import staves
 from pipeline.judges.structure import StructureJudge
 from pipeline.judges.typeset import lines_of_type
 
@@ -27,6 +28,8 @@ class Page:
     inked: np.ndarray
     raw: np.ndarray
     inkh: np.ndarray
+    music: list[tuple[int, int, int, int]]
+    """The staves' boxes (view pixels)."""
 
 
 def page(gray: np.ndarray, judge: StructureJudge | None = None) -> Page:
@@ -36,9 +39,11 @@ def page(gray: np.ndarray, judge: StructureJudge | None = None) -> Page:
     rows, cols, _dark = dark_rows_cols(gray, buffers.dark, grey_range(gray))
     ink = page_ink(gray, rows, cols, judge, buffers)
     planes = buffers.planes()
-    typeset = lines_of_type(column_means(ink, COARSE, planes[0]), judge.dpi / COARSE, judge)
+    coarse = column_means(ink, COARSE, planes[0])
+    typeset = lines_of_type(coarse, judge.dpi / COARSE, judge)
+    music = staves(coarse, COARSE, judge)
     inked, raw, inkh = without_rules(ink, planes[0], judge, buffers)
-    return Page(judge, ink.copy(), typeset.copy(), inked.copy(), raw.copy(), inkh.copy())
+    return Page(judge, ink.copy(), typeset.copy(), inked.copy(), raw.copy(), inkh.copy(), music)
 
 
 def coarse_share(mask: np.ndarray, box: tuple[int, int, int, int]) -> float:

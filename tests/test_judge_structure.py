@@ -708,28 +708,6 @@ def test_a_diagonal_hairline_is_not_line_art(judge: StructureJudge) -> None:
     assert not judge(img).keep
 
 
-def test_a_page_of_music_staves_is_not_line_art(judge: StructureJudge) -> None:
-    """Staff lines are rules; what is left, notes with stems and beams, is glyph-sized (labelled minor when
-    a book prints a few bars)."""
-    rng = np.random.default_rng(0)
-    img = paper(OCTAVO)
-    for top in range(60, 560, 42):  # staves 15 mm apart
-        for i in range(5):
-            cv2.line(img, (40, top + 6 * i), (360, top + 6 * i), INK, 1, cv2.LINE_AA)
-        x = 55
-        while x < 330:
-            n, up = int(rng.integers(1, 5)), bool(rng.random() < 0.5)
-            heads = [(x + 12 * k, top + 3 * int(rng.integers(-2, 10))) for k in range(n)]
-            for hx, hy in heads:
-                cv2.ellipse(img, (hx, hy), (3, 2), -20, 0, 360, INK, -1, cv2.LINE_AA)
-                cv2.line(img, (hx + (3 if up else -3), hy), (hx + (3 if up else -3), hy + (-20 if up else 20)), INK)
-            if n > 1:
-                by = min(y for _x, y in heads) - 20 if up else max(y for _x, y in heads) + 20
-                cv2.line(img, (heads[0][0] + (3 if up else -3), by), (heads[-1][0] + (3 if up else -3), by), INK, 3)
-            x += 12 * n + 18
-    assert not judge(img).keep
-
-
 def test_a_shaded_part_inside_a_line_drawing_is_cropped_with_the_whole_drawing(judge: StructureJudge) -> None:
     """The hatching is found as texture; the outline around it, blank inside, belongs to the same picture:
     one crop, the drawing's (the texture's crop alone grows only so far along strokes)."""

@@ -61,6 +61,7 @@ from pipeline.judges.line_art import stroke_cells, with_line_art
 from pipeline.judges.measure import COARSE, MM_PER_INCH, column_means, overlap, px
 from pipeline.judges.rules import without_rules
 from pipeline.judges.sheet import SheetFinder
+from pipeline.judges.staves import staves, with_music
 from pipeline.judges.texture import core_regions, texture_cores
 from pipeline.judges.typeset import lines_of_type
 from pipeline.scale import has_lines
@@ -255,8 +256,11 @@ class StructureJudge:
         ink = page_ink(gray, rows, cols, self, buffers)
         planes = buffers.planes()  # three coarse planes in the ink map's (now free) paper plane
         # lines of type are found with the rules still in: leading is empty of any ink, while a drawing's
-        # straight hatching (taken for rules below) fills the rows between its strokes
-        typeset = lines_of_type(column_means(ink, COARSE, planes[0]), self.dpi / COARSE, self)
+        # straight hatching (taken for rules below) fills the rows between its strokes; staves too (their
+        # lines are rules)
+        coarse = column_means(ink, COARSE, planes[0])
+        typeset = lines_of_type(coarse, self.dpi / COARSE, self)
+        music = staves(coarse, COARSE, self)
         inked, raw, inkh = without_rules(ink, planes[0], self, buffers)
         # line art is looked for on cells of ~3 mm (a line of body type, 1.5-2.5 mm, inks every cell it crosses)
         cell_cols = max(1, round(px(3.0, self.dpi) / COARSE))
@@ -265,7 +269,8 @@ class StructureJudge:
         core, labels, stats = core_regions(core, h, self)
         found = candidates(ink, inked, raw, core, labels, stats, self, buffers)
         regions = regions_of(merged(found, inked, self), h, w, self)
-        return with_line_art(regions, sketch, cell_cols * COARSE, raw.view(np.uint8), inked, self), dark
+        regions = with_line_art(regions, sketch, cell_cols * COARSE, raw.view(np.uint8), inked, self)
+        return with_music(regions, music, h, w, self), dark
 
     def release(self) -> None:
         """Free the work arrays kept between pages in this thread (see :mod:`.buffers`)."""

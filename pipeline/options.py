@@ -102,7 +102,7 @@ class Options:
     ocr: bool = setting(
         True,
         "read {words} with Tesseract where a page has no text layer around the picture (--no-ocr: text layers only; "
-        "the benchmark's 32 newspaper pages, 2 cores: 7.7 pages/s with OCR, 12 without)",
+        "the benchmark's 32 newspaper pages, 2 cores: 8.2 pages/s with OCR, 12 without)",
     )
     """Read ``{words}`` with Tesseract where the page has no text layer there (``pipeline.ocr``)."""
     ocr_lang: str = setting(

@@ -236,7 +236,7 @@ def pdf_tab() -> PdfTab:
                     ocr = gr.Checkbox(
                         value=Options().ocr, label="Read printed words (OCR) for {words}",
                         info="Tesseract, on pages without a text layer near the picture; on the benchmark's 32 "
-                        "newspaper pages (2 cores) a run makes 7.7 pages/s with it, 12 without",
+                        "newspaper pages (2 cores) a run makes 8.2 pages/s with it, 12 without",
                         elem_id="ocr",
                     )  # fmt: skip
                     dedupe = gr.Number(

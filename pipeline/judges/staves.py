@@ -69,14 +69,14 @@ def staves(ink: np.ndarray, columns: int, settings: StaffSettings) -> list[Pixel
     where their boxes meet."""
     dpi, xdpi = settings.dpi, settings.dpi / columns
     h, w = ink.shape
-    span = step = px(SPAN_MM, xdpi)
+    span = px(SPAN_MM, xdpi)
     if w < span or h < 8:
         return []
     means = column_means(ink, span, np.empty((h, w // span), np.float32))  # h x n: each span's ink per row
     lo, hi = MIN_GAP_MM * dpi / 25.4, MAX_GAP_MM * dpi / 25.4
     found = _five_lines(means, lo, hi)
     boxes = []
-    for x0, x1, top, bottom in _runs(found, step, span):
+    for x0, x1, top, bottom in _runs(found, span):
         x0, x1 = _along(ink[top : bottom + 1], x0, x1, px(2.0, xdpi))
         if x1 - x0 < px(MIN_STAFF_MM, xdpi) or not _ruled(ink[:, x0:x1], top, bottom):
             continue
@@ -179,17 +179,18 @@ def _more(means: np.ndarray, spans: np.ndarray, group: np.ndarray, gap: np.ndarr
     return found
 
 
-def _runs(found: list[tuple[int, int, int]], step: int, span: int) -> list[tuple[int, int, int, int]]:
-    """Staves seen in neighbouring spans at about the same rows joined: ``(x0, x1, top, bottom)`` in pixels."""
+def _runs(found: list[tuple[int, int, int]], span: int) -> list[tuple[int, int, int, int]]:
+    """Staves seen in neighbouring spans (``span`` columns each) at about the same rows joined: ``(x0, x1, top,
+    bottom)`` in the ink map's columns and rows."""
     runs: list[list[int]] = []  # x0, x1, top, bottom, last span index
     for j, top, bottom in sorted(found):
         for run in runs:
             if run[4] == j - 1 and abs(run[2] - top) <= 2 and abs(run[3] - bottom) <= 2:
-                run[1], run[4] = j * step + span, j
+                run[1], run[4] = (j + 1) * span, j
                 run[2], run[3] = min(run[2], top), max(run[3], bottom)
                 break
         else:
-            runs.append([j * step, j * step + span, top, bottom, j])
+            runs.append([j * span, (j + 1) * span, top, bottom, j])
     return [(x0, x1, top, bottom) for x0, x1, top, bottom, _ in runs]
 
 

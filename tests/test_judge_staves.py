@@ -1,5 +1,6 @@
 """Printed music (``pipeline/judges/staves.py``): a staff of five thin, even, unbroken lines is a picture, whatever
-the page's declared size; lines of type, a ledger's rules and a short sign of five strokes are not."""
+the page's declared size; lines of type, a ledger's rules, five thick bars and a short sign of five strokes are
+not."""
 
 from __future__ import annotations
 
@@ -93,7 +94,11 @@ def test_lines_of_type_a_ledger_and_a_short_sign_are_no_staves() -> None:
     sign = book_page()
     for k in range(5):  # five strokes 5 px apart, 20 px long: a sign in the text, not a staff
         cv2.line(sign, (180, 300 + 5 * k), (200, 300 + 5 * k), INK, 1)
+    bars = paper(OCTAVO)
+    for k in range(5):  # five bands 4 px thick, 8 apart: lines of type seen at half their size are such blurs
+        cv2.rectangle(bars, (50, 300 + 8 * k), (350, 303 + 8 * k), INK, -1)
     pages = {"type": book_page(), "tight type": tight, "paragraphs": paragraphs, "ledger": ledger, "sign": sign}
+    pages["thick bars"] = bars
     for name, img in pages.items():
         assert page(img).music == [], name
 

@@ -716,3 +716,18 @@ def test_a_shaded_part_inside_a_line_drawing_is_cropped_with_the_whole_drawing(j
     v = judge(img)
     assert v.keep and len(v.boxes) == 1
     assert iou(v.boxes[0], frac(figure, OCTAVO)) > 0.8
+
+
+def test_a_picture_on_its_sheet_holds_the_printed_regions_that_give_way_to_it() -> None:
+    """A cabinet card's pale studio backdrop is no piece of its sheet; the sitter's dark clothes are, and the printed
+    judge's texture reaches the sitter's head: the crop holds both, with the better score (it was the sheet's piece
+    alone, the sitter's legs: crop IoU 0.14 on the real card)."""
+    from pipeline.judges.candidates import Region
+    from pipeline.judges.structure import _holding
+
+    legs = Region((0.39, 0.43, 0.62, 0.87), 0.10, 0.0, 0.69)
+    sitter = Region((0.29, 0.15, 0.68, 0.88), 0.28, 0.4, 0.80)
+    held = _holding(legs, [sitter])
+    assert held.box == (0.29, 0.15, 0.68, 0.88) and held.score == 0.80
+    assert held.area == pytest.approx((0.68 - 0.29) * (0.88 - 0.15))
+    assert _holding(legs, []) == legs

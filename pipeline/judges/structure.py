@@ -181,10 +181,11 @@ class StructureJudge:
         h, w = gray.shape
         inside = gray[top : h - bottom, left : w - right]
         if not has_lines(inside):
-            # a picture on its sheet is one crop: printed regions within it (a photograph's texture, part of a
-            # plate) give way to it, and it keeps the best evidence of either. A page in a scanner's frame
-            # is read on its own paper (the frame would make the whole page one piece on a black "mount"); a
-            # photograph on a dark card, whose edges are no even sheet, on the card.
+            # a picture on its sheet is one crop: printed regions it meets (a photograph's texture, part of a
+            # plate) give way to it, and it keeps the best evidence and the extent of either (a studio portrait's
+            # pale backdrop is no piece of the sheet, the sitter is: the printed region reaches further). A page
+            # in a scanner's frame is read on its own paper (the frame would make the whole page one piece on a
+            # black "mount"); a photograph on a dark card, whose edges are no even sheet, on the card.
             frame = (top, bottom, left, right) if any(frame) and self.sheet.is_sheet(inside) else (0, 0, 0, 0)
             top, bottom, left, right = frame
             share = (h - top - bottom) * (w - left - right) / (h * w)
@@ -196,12 +197,7 @@ class StructureJudge:
             ]
             pictures = [p for p in sheet if p.score >= self.threshold]
             held = [r for r in found if any(overlap(r.box, p.box) for p in pictures)]
-            sheet = [
-                replace(p, score=max([p.score] + [r.score for r in held if overlap(r.box, p.box)]))
-                if p in pictures
-                else p
-                for p in sheet
-            ]
+            sheet = [_holding(p, [r for r in held if overlap(r.box, p.box)]) if p in pictures else p for p in sheet]
             found = [r for r in found if r not in held] + sheet
         return found, dark
 
@@ -292,3 +288,14 @@ class StructureJudge:
         dx, dy = (self.margin_mm * self.dpi / MM_PER_INCH / side for side in (width, height))
         x0, y0, x1, y1 = box
         return (max(0.0, x0 - dx), max(0.0, y0 - dy), min(1.0, x1 + dx), min(1.0, y1 + dy))
+
+
+def _holding(piece: Region, held: list[Region]) -> Region:
+    """``piece`` (a picture on its sheet) grown to hold the printed regions ``held`` that give way to it, with the
+    best score of them all: the crop is never less than what either found."""
+    if not held:
+        return piece
+    boxes = [piece.box] + [r.box for r in held]
+    box = (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
+    area = (box[2] - box[0]) * (box[3] - box[1])
+    return replace(piece, box=box, area=max(piece.area, area), score=max([piece.score] + [r.score for r in held]))

@@ -17,7 +17,7 @@ from typing import Protocol
 import numpy as np
 
 from pipeline.judges.candidates import Region
-from pipeline.judges.measure import PixelBox, column_means, px
+from pipeline.judges.measure import PixelBox, box_union, column_means, px, union_until_stable
 from pipeline.judges.score import size_evidence
 
 LINES = 5
@@ -82,7 +82,7 @@ def staves(ink: np.ndarray, columns: int, settings: StaffSettings) -> list[Pixel
             continue
         height = bottom - top
         boxes.append((x0 * columns, max(0, top - height), min(w, x1) * columns, min(h, bottom + height + 1)))
-    return _joined(boxes)
+    return union_until_stable(boxes, _meet, box_union)
 
 
 def _ruled(ink: np.ndarray, top: int, bottom: int) -> bool:
@@ -194,15 +194,6 @@ def _runs(found: list[tuple[int, int, int]], span: int) -> list[tuple[int, int, 
     return [(x0, x1, top, bottom) for x0, x1, top, bottom, _ in runs]
 
 
-def _joined(boxes: list[PixelBox]) -> list[PixelBox]:
-    """Boxes that meet or overlap joined into one (the staves of a system, a page of music)."""
-    boxes = sorted(boxes, key=lambda b: b[1])
-    out: list[PixelBox] = []
-    for box in boxes:
-        for i, other in enumerate(out):
-            if box[0] <= other[2] and other[0] <= box[2] and box[1] <= other[3] and other[1] <= box[3]:
-                out[i] = (min(box[0], other[0]), min(box[1], other[1]), max(box[2], other[2]), max(box[3], other[3]))
-                break
-        else:
-            out.append(box)
-    return out
+def _meet(a: PixelBox, b: PixelBox) -> bool:
+    """Whether two staves' boxes meet or overlap (the staves of a system, a page of music)."""
+    return a[0] <= b[2] and b[0] <= a[2] and a[1] <= b[3] and b[1] <= a[3]
